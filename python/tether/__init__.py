@@ -1,0 +1,19 @@
+"""tether: grammar-constrained decoding with a Go core.
+
+The Go core (a GBNF grammar engine, JSON Schema and regex front ends and llama.cpp's
+sampler chain) is exposed to Python through a gopy extension, ``tether._native``.
+
+>>> import tether
+>>> tether.__version__
+'0.1.0'
+"""
+
+from __future__ import annotations
+
+from ._errors import InternalError, TetherError, TokenizerError
+from ._native_call import native as _native
+from .tokenizer import Tokenizer
+
+__version__: str = _native.bindings_Version()
+
+__all__ = ["InternalError", "TetherError", "Tokenizer", "TokenizerError", "__version__"]

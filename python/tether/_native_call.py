@@ -1,0 +1,32 @@
+"""Calling the gopy extension: every Go error becomes one of tether's exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ._errors import InternalError, TetherError
+
+T = TypeVar("T")
+
+try:
+    from ._native import _native as native  # the gopy-built module: bindings_<Name> functions
+except ImportError as exc:  # pragma: no cover - only when the extension was not built
+    raise ImportError(
+        "tether's Go extension (tether._native) is missing or does not load: "
+        f"{exc}. Build it with `make setup` in a checkout, or `pip install .`."
+    ) from exc
+
+_INTERNAL_PREFIX = "tether internal error"
+
+
+def call(fn: Callable[..., T], *args: Any, error: type[TetherError]) -> T:
+    """Call a function of the extension; map gopy's RuntimeError to ``error``
+    (or to InternalError when Go recovered from a panic)."""
+    try:
+        return fn(*args)
+    except RuntimeError as exc:
+        msg = str(exc)
+        if msg.startswith(_INTERNAL_PREFIX):
+            raise InternalError(msg) from None
+        raise error(msg) from None
