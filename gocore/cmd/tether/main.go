@@ -22,9 +22,20 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{
-	"version":  {"print tether's version", runVersion},
-	"tokenize": {"encode text with a tokenizer.json and decode it back", runTokenize},
+// commands holds every subcommand. Each lives in a file of its own and adds itself
+// with register from an init function, so new commands touch no shared file.
+var commands = map[string]command{}
+
+// register adds a subcommand; it is called from init functions only.
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
+	if _, dup := commands[name]; dup {
+		panic("tether: command registered twice: " + name)
+	}
+	commands[name] = command{summary, run}
+}
+
+func init() {
+	register("version", "print tether's version", runVersion)
 }
 
 const version = "0.1.0"

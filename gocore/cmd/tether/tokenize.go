@@ -9,6 +9,10 @@ import (
 	"github.com/tetherlm/tether/gocore/tokenizer"
 )
 
+func init() {
+	register("tokenize", "encode text with a tokenizer.json and decode it back", runTokenize)
+}
+
 // runTokenize encodes text and decodes the ids back, printing one JSON object:
 // {"ids": [...], "decoded": "...", "round_trip": true}. round_trip says whether the
 // decoded text equals the input; the command fails (exit 1) when it does not.

@@ -1,0 +1,57 @@
+package gbnf
+
+// The grammar IR: what Parse produces and the engine compiles. It is deliberately
+// small and flat, like llama.cpp's: every rule is a list of alternatives, every
+// alternative a sequence of elements, and the parser has already expanded literals
+// into one Char element per code point and repetitions (* + ? {n,m}) and groups into
+// generated helper rules. The engine never sees GBNF syntax.
+
+// Kind says what an Element matches.
+type Kind uint8
+
+const (
+	// Char matches one code point in Ranges (or, if Negated, one code point not in them).
+	// "." is a Char with Negated set and no Ranges.
+	Char Kind = iota
+	// RuleRef matches the rule Grammar.Rules[Rule].
+	RuleRef
+	// Token matches the single token with id Token (GBNF `<[N]>`), or, when Name is set,
+	// the special token with that text (GBNF `<|eot_id|>`), resolved by the engine
+	// against the vocabulary. If Negated (GBNF `!<[N]>`), it matches any single token
+	// except that one.
+	Token
+)
+
+// Range is an inclusive range of code points.
+type Range struct{ Lo, Hi rune }
+
+// Element is one step of a sequence.
+type Element struct {
+	Kind    Kind
+	Ranges  []Range // Char: sorted, non-overlapping
+	Negated bool    // Char: match outside Ranges; Token: match any token but this one
+	Rule    int     // RuleRef: index into Grammar.Rules
+	Token   int     // Token: the id, or -1 when Name is set
+	Name    string  // Token: a named special token, e.g. "<|eot_id|>"
+}
+
+// Sequence is one alternative: elements matched one after another. An empty
+// sequence matches the empty string.
+type Sequence []Element
+
+// Rule is a named rule with its alternatives.
+type Rule struct {
+	Name string // as written in the grammar; generated rules get names like "item-3"
+	Alts []Sequence
+	Pos  Pos // where the rule is defined (generated rules: where their syntax is)
+}
+
+// Pos is a 1-based line and column (in bytes) in the grammar text.
+type Pos struct{ Line, Col int }
+
+// Grammar is a parsed GBNF grammar.
+type Grammar struct {
+	Rules []Rule
+	Root  int            // index of the root rule
+	Index map[string]int // rule name -> index
+}

@@ -1,0 +1,63 @@
+// Package testdata finds the data files tether's Go tests use: the real Hugging Face
+// tokenizers that `make setup` fetches and the shared conformance vectors.
+package testdata
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Tokenizers are the test tokenizers `make setup` fetches, by directory name.
+var Tokenizers = []string{"llama3", "llama2", "qwen3", "gemma3"}
+
+// ModuleRoot is the root of the tether module (where go.mod is).
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// TokenizerDir is the folder holding the test tokenizers: $TETHER_TOKENIZERS, or
+// build/tokenizers in the module.
+func TokenizerDir() string {
+	if d := os.Getenv("TETHER_TOKENIZERS"); d != "" {
+		return d
+	}
+	return filepath.Join(ModuleRoot(), "build", "tokenizers")
+}
+
+// TokenizerFile is the path of file (e.g. "tokenizer.json") of tokenizer name
+// (e.g. "llama3"). A missing file fails the test: these tests never skip.
+func TokenizerFile(t testing.TB, name, file string) string {
+	t.Helper()
+	p := filepath.Join(TokenizerDir(), name, file)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("test tokenizer missing (%v); run `make setup` to fetch it", err)
+	}
+	return p
+}
+
+// ReadTokenizerFile reads TokenizerFile(t, name, file).
+func ReadTokenizerFile(t testing.TB, name, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(TokenizerFile(t, name, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Shared is the shared folder beside the checkout (../shared), or $TETHER_SHARED.
+func Shared(t testing.TB, rel string) string {
+	t.Helper()
+	base := os.Getenv("TETHER_SHARED")
+	if base == "" {
+		base = filepath.Join(ModuleRoot(), "..", "shared")
+	}
+	p := filepath.Join(base, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("shared test data missing: %v", err)
+	}
+	return p
+}
