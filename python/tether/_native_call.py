@@ -30,3 +30,7 @@ def call(fn: Callable[..., T], *args: Any, error: type[TetherError]) -> T:
         if msg.startswith(_INTERNAL_PREFIX):
             raise InternalError(msg) from None
         raise error(msg) from None
+    except (ValueError, UnicodeError, OverflowError) as exc:
+        # Raised by the extension's argument conversion before Go runs, e.g. a str
+        # with lone surrogates (not encodable as UTF-8) or an int out of range.
+        raise error(f"{getattr(fn, '__name__', 'call')}: bad argument: {exc}") from None

@@ -56,6 +56,12 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         """Encode text into token ids (``add_special_tokens`` adds e.g. a BOS token)."""
         h = self._live()
+        nul = text.find("\x00")
+        if nul >= 0:
+            raise TokenizerError(
+                f"text contains a NUL character at index {nul}, which the Rust tokenizer "
+                "interface (C strings) cannot take"
+            )
         # A token covers at least one byte, so bytes + a few specials always suffice;
         # the Go side reports the real count when the buffer is too small anyway.
         cap = len(text.encode("utf-8", "surrogatepass")) + 16
