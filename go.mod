@@ -9,11 +9,11 @@ tool (
 
 require (
 	github.com/daulet/tokenizers v1.22.1
+	github.com/go-python/gopy v0.4.10
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	github.com/go-python/gopy v0.4.10 // indirect
 	github.com/gonuts/commander v0.1.0 // indirect
 	github.com/gonuts/flag v0.1.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
