@@ -74,7 +74,7 @@ $(RUST_STAMP):
 	  echo "building libtokenizers.a ($(DAULET_VERSION)) into $(RUST_DIR) — a few minutes cold"; \
 	  flock $(CACHE)/rust/.lock bash -euc ' \
 	    if [ ! -f $(RUST_DIR)/.complete ]; then \
-	      mod=$$(go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
+	      go mod download github.com/daulet/tokenizers; mod=$$(go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
 	      cargo build --release --locked --lib --manifest-path "$$mod/Cargo.toml" --target-dir $(RUST_DIR)/cargo; \
 	      cp $(RUST_DIR)/cargo/release/libtokenizers.a $(RUST_DIR)/libtokenizers.a; \
 	      rm -rf $(RUST_DIR)/cargo; touch $(RUST_DIR)/.complete; \
@@ -117,7 +117,7 @@ build/.stamp-tokenizers: tests_go/testdata/tokenizers.sha256
 	  cd $(TOK_DIR); \
 	  if ! sha256sum --quiet -c $(ROOT)/tests_go/testdata/tokenizers.sha256 >/dev/null 2>&1; then \
 	    echo "fetching test tokenizers into $(TOK_DIR)"; \
-	    mod=$$(cd $(ROOT) && go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
+	    mod=$$(cd $(ROOT) && go mod download github.com/daulet/tokenizers && go list -m -f "{{.Dir}}" github.com/daulet/tokenizers); \
 	    mkdir -p llama3; \
 	    cp -f $$mod/test/data/Meta-Llama-3-8B-Instruct.json llama3/tokenizer.json; \
 	    cp -f $$mod/test/data/meta-llama-3-8b-instruct/tokenizer_config.json llama3/tokenizer_config.json; \
