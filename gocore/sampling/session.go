@@ -1,0 +1,188 @@
+package sampling
+
+// Grammar is what grammar-aware sampling needs from a grammar matcher
+// (gocore/engine's Matcher satisfies it). Token ids index the logits row.
+type Grammar interface {
+	// FillMask writes the set of tokens allowed next: bit i%32 of mask[i/32] (least
+	// significant bit first) is 1 iff token i is allowed. len(mask) is ceil(V/32) for a
+	// logits row of V entries; bits of ids the grammar does not know must be 0.
+	FillMask(mask []uint32)
+	// IsAllowed reports whether token id is allowed next, without computing a full mask.
+	// It must agree with FillMask.
+	IsAllowed(id int) bool
+	// AcceptToken advances the grammar past token id; an error means id was not allowed
+	// (the matcher's state must then be unchanged).
+	AcceptToken(id int) error
+}
+
+// Session samples one sequence: llama.cpp's common_sampler. It owns the candidate array
+// and the mask buffer (reused: no allocation per step in steady state), the chain and an
+// optional grammar.
+//
+// With a grammar, Sample by default runs the chain first and checks only the chosen
+// token with Grammar.IsAllowed; only if it is rejected does it fill the full mask, set the
+// disallowed logits to -Inf and run the chain again on fresh logits (llama.cpp's
+// common_sampler_sample). With GrammarFirst it always masks first. Either way, samplers
+// with random generators advance once per chain run, as in llama.cpp.
+type Session struct {
+	chain        *Chain
+	grammar      Grammar
+	grammarFirst bool
+	cands        *Candidates
+	mask         []uint32
+	stats        SessionStats
+}
+
+// SessionStats counts what Sample did.
+type SessionStats struct {
+	Steps     int // calls to Sample that returned a token
+	Resamples int // times the first pick was rejected by the grammar and the mask applied
+	Masks     int // full masks computed
+}
+
+// NewSession returns a session running chain, constrained by g (nil: unconstrained).
+func NewSession(chain *Chain, g Grammar, grammarFirst bool) *Session {
+	return &Session{chain: chain, grammar: g, grammarFirst: grammarFirst, cands: NewCandidates(0)}
+}
+
+// NewSessionFromParams builds the chain from p (see NewChainFromParams) and a session
+// around it; p.GrammarFirst picks the grammar mode.
+func NewSessionFromParams(p Params, g Grammar) (*Session, []string, error) {
+	ch, warns, err := NewChainFromParams(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return NewSession(ch, g, p.GrammarFirst), warns, nil
+}
+
+// Chain returns the session's chain.
+func (s *Session) Chain() *Chain { return s.chain }
+
+// Candidates returns the candidate array as the last Sample left it (for top-n
+// probabilities and debugging). It is overwritten by the next Sample.
+func (s *Session) Candidates() *Candidates { return s.cands }
+
+// Stats returns counters of what Sample did.
+func (s *Session) Stats() SessionStats { return s.stats }
+
+// Sample picks the next token from a row of logits (one per token id). It does not
+// accept the token: call Accept with the token actually used. logits is read only during
+// the call.
+func (s *Session) Sample(logits []float32) (int, error) {
+	if err := s.cands.SetLogits(logits); err != nil {
+		return -1, err
+	}
+	if s.grammar != nil && s.grammarFirst {
+		if err := s.applyGrammar(len(logits)); err != nil {
+			return -1, err
+		}
+	}
+	if err := s.chain.Apply(s.cands); err != nil {
+		return -1, err
+	}
+	id, err := s.cands.SelectedID()
+	if err != nil {
+		return -1, err
+	}
+	if s.grammar == nil || s.grammarFirst || s.grammar.IsAllowed(id) {
+		s.stats.Steps++
+		return id, nil
+	}
+	// Rejected: mask and sample again from fresh logits.
+	s.stats.Resamples++
+	if err := s.cands.SetLogits(logits); err != nil {
+		return -1, err
+	}
+	if err := s.applyGrammar(len(logits)); err != nil {
+		return -1, err
+	}
+	if err := s.chain.Apply(s.cands); err != nil {
+		return -1, err
+	}
+	id, err = s.cands.SelectedID()
+	if err != nil {
+		return -1, err
+	}
+	s.stats.Steps++
+	return id, nil
+}
+
+// applyGrammar fills the mask and sets the logits of disallowed tokens to -Inf. The array
+// must be fresh from SetLogits (candidate i is token i).
+func (s *Session) applyGrammar(n int) error {
+	words := (n + 31) / 32
+	if cap(s.mask) < words {
+		s.mask = make([]uint32, words)
+	}
+	m := s.mask[:words]
+	clear(m)
+	s.grammar.FillMask(m)
+	s.stats.Masks++
+	d := s.cands.Data
+	any := false
+	for w, bits := range m {
+		base := w * 32
+		if base+32 > n { // last, partial word
+			for b := 0; base+b < n; b++ {
+				if bits&(1<<b) == 0 {
+					d[base+b].Logit = negInf
+				} else {
+					any = true
+				}
+			}
+			continue
+		}
+		switch bits {
+		case 0xFFFFFFFF:
+			any = true
+		case 0:
+			for i := range d[base : base+32] {
+				d[base+i].Logit = negInf
+			}
+		default:
+			any = true
+			for b := 0; b < 32; b++ {
+				if bits&(1<<b) == 0 {
+					d[base+b].Logit = negInf
+				}
+			}
+		}
+	}
+	if !any {
+		return ErrGrammarRejectsAll
+	}
+	return nil
+}
+
+// Accept records the chosen token: the grammar (if any) advances first, then every
+// sampler's history. If the grammar rejects the token, nothing changes.
+func (s *Session) Accept(id int) error {
+	if id < 0 {
+		return paramErr("token", id, "token id must be >= 0")
+	}
+	if s.grammar != nil {
+		if err := s.grammar.AcceptToken(id); err != nil {
+			return err
+		}
+	}
+	s.chain.Accept(id)
+	return nil
+}
+
+// Reset clears every sampler's history and reseeds the generators (the grammar is the
+// caller's to reset).
+func (s *Session) Reset() {
+	s.chain.Reset()
+	s.stats = SessionStats{}
+}
+
+// Clone returns an independent session with a copy of the chain's state. The grammar
+// is shared unless it implements interface{ CloneGrammar() Grammar }.
+func (s *Session) Clone() *Session {
+	g := s.grammar
+	if c, ok := g.(interface{ CloneGrammar() Grammar }); ok {
+		g = c.CloneGrammar()
+	}
+	return &Session{chain: s.chain.clone(), grammar: g, grammarFirst: s.grammarFirst,
+		cands: NewCandidates(0), stats: s.stats}
+}
