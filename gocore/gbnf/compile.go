@@ -1,0 +1,334 @@
+package gbnf
+
+import (
+	"slices"
+	"strconv"
+)
+
+// compile checks the syntax tree (duplicate, undefined and root rules, the
+// unrolled size of nested repetitions) and expands it into the IR, the way
+// llama.cpp does:
+//
+//	S{m,n}  ->  S S ... S (m times) R(n-m)   with R(k) ::= S R(k-1) |   and R(1) ::= S |
+//	S{m,}   ->  S S ... S (m times) R        with R ::= S R |
+//	S*  = S{0,}    S+ = S{1,}    S? = S{0,1}
+//
+// so every repetition grows the grammar linearly in its count. A group with
+// one alternative is written inline; one with several becomes a helper rule.
+func compile(p *parser, defs []ruleDef) (*Grammar, error) {
+	c := &compiler{
+		p:        p,
+		g:        &Grammar{Index: make(map[string]int, len(defs))},
+		counter:  make(map[int]int),
+		refOff:   make(map[refSite]int),
+		maxElems: p.cfg.maxElements,
+	}
+	for _, d := range defs {
+		if i, dup := c.g.Index[d.name]; dup {
+			return nil, p.errorf(d.off, ErrDuplicateRule, "rule %q is defined twice (first at %s)",
+				d.name, c.g.Rules[i].Pos)
+		}
+		c.g.Index[d.name] = len(c.g.Rules)
+		c.g.Rules = append(c.g.Rules, Rule{Name: d.name, Pos: p.position(d.off)})
+		c.owner = append(c.owner, len(c.owner))
+	}
+	for _, d := range defs {
+		if err := c.checkRefs(d.name, d.alts); err != nil {
+			return nil, err
+		}
+	}
+	root, ok := c.g.Index[p.cfg.root]
+	if !ok {
+		if p.cfg.root == DefaultRoot {
+			return nil, &Error{Pos: Pos{1, 1}, Code: ErrMissingRoot,
+				Msg: `grammar has no root rule "root": define root ::= ..., or name another root rule (WithRoot)`}
+		}
+		return nil, &Error{Pos: Pos{1, 1}, Code: ErrMissingRoot,
+			Msg: "grammar has no root rule " + strconv.Quote(p.cfg.root) + " (asked for with WithRoot)"}
+	}
+	c.g.Root = root
+	if err := c.checkUnroll(defs); err != nil {
+		return nil, err
+	}
+	for i, d := range defs {
+		alts, err := c.alts(i, d.alts)
+		if err != nil {
+			return nil, err
+		}
+		c.g.Rules[i].Alts = alts
+	}
+	if err := checkLeftRecursion(c); err != nil {
+		return nil, err
+	}
+	// The index of written rules grows into the index of all rules at once.
+	index := make(map[string]int, len(c.g.Rules))
+	for i, r := range c.g.Rules {
+		index[r.Name] = i
+	}
+	c.g.Index = index
+	return c.g, nil
+}
+
+type compiler struct {
+	p        *parser
+	g        *Grammar
+	owner    []int       // rule index -> the written rule it was generated for
+	counter  map[int]int // written rule index -> helper rules generated for it
+	refOff   map[refSite]int
+	elems    int
+	maxElems int
+	// the site being compiled, to record where references were written
+	rule, alt int
+}
+
+// refSite is one element of the IR: rule, alternative and element index.
+type refSite struct{ rule, alt, elem int }
+
+func (c *compiler) checkRefs(rule string, alts [][]*node) error {
+	for _, seq := range alts {
+		for _, n := range seq {
+			for n.op == opRepeat {
+				n = n.sub
+			}
+			switch n.op {
+			case opRef:
+				if _, ok := c.g.Index[n.name]; !ok {
+					return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, rule)
+				}
+			case opGroup:
+				if err := c.checkRefs(rule, n.alts); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkUnroll bounds the product of repetition counts along every chain of
+// repetitions nested inside one rule's text: (x{0,99}){0,99} unrolls to 9801
+// copies of x. It runs on the syntax tree, so a grammar such as six nested
+// {0,99} is refused before anything is expanded. A reference to a named rule
+// counts as one element: rules are the grammar's units, and a matcher must
+// bound its own state for grammars that nest repetitions through them.
+func (c *compiler) checkUnroll(defs []ruleDef) error {
+	limit := c.maxElems
+	var size func(n *node) (int, error)
+	altsSize := func(alts [][]*node) (int, error) {
+		best := 1
+		for _, seq := range alts {
+			for _, n := range seq {
+				s, err := size(n)
+				if err != nil {
+					return 0, err
+				}
+				best = max(best, s)
+			}
+		}
+		return best, nil
+	}
+	size = func(n *node) (int, error) {
+		switch n.op {
+		case opGroup:
+			return altsSize(n.alts)
+		case opRepeat:
+			s, err := size(n.sub)
+			if err != nil {
+				return 0, err
+			}
+			k := n.max
+			if k < 0 {
+				k = n.min
+			}
+			k = max(k, 1)
+			if s > limit/k {
+				what := "repetition unrolls"
+				if s > 1 {
+					what = "nested repetitions unroll"
+				}
+				return 0, c.p.errorf(n.off, ErrTooLarge,
+					"%s to more than %d elements (WithMaxElements): bound them more tightly, or use * and +", what, limit)
+			}
+			return s * k, nil
+		}
+		return 1, nil
+	}
+	for _, d := range defs {
+		if _, err := altsSize(d.alts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grow counts n more elements against the WithMaxElements budget.
+func (c *compiler) grow(n int, off int) error {
+	if n > c.maxElems-c.elems {
+		return c.p.errorf(off, ErrTooLarge, "grammar expands to more than %d elements (WithMaxElements)", c.maxElems)
+	}
+	c.elems += n
+	return nil
+}
+
+// helper adds a generated rule for written rule owner, positioned at pos, and
+// returns its index. Its name is the owner's with a number, skipping names the
+// grammar already uses. While compiling, c.g.Index holds the written rules only.
+func (c *compiler) helper(owner int, pos Pos) int {
+	base := c.g.Rules[owner].Name
+	var name string
+	for {
+		c.counter[owner]++
+		name = base + "-" + strconv.Itoa(c.counter[owner])
+		// Only a written name can be taken: helper names are unique per owner,
+		// and "a-1-1" (a helper of "a-1") is not "a-11" (one of "a").
+		if _, taken := c.g.Index[name]; !taken {
+			break
+		}
+	}
+	i := len(c.g.Rules)
+	c.g.Rules = append(c.g.Rules, Rule{Name: name, Pos: pos})
+	c.owner = append(c.owner, owner)
+	return i
+}
+
+func (c *compiler) alts(rule int, alts [][]*node) ([]Sequence, error) {
+	out := make([]Sequence, 0, len(alts))
+	for a, seq := range alts {
+		c.rule, c.alt = rule, a
+		s, err := c.seq(c.owner[rule], seq, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// seq compiles items that start at index at of the alternative being built
+// (c.rule, c.alt): a whole alternative, or a group written inline.
+func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
+	out := Sequence{}
+	for _, n := range seq {
+		rule, alt := c.rule, c.alt
+		els, err := c.item(owner, n, at+len(out))
+		if err != nil {
+			return nil, err
+		}
+		c.rule, c.alt = rule, alt
+		out = append(out, els...)
+	}
+	return out, nil
+}
+
+// item compiles one item into the elements that stand for it in a sequence,
+// where it starts at index at of the alternative being built.
+func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
+	switch n.op {
+	case opLiteral:
+		if err := c.grow(len(n.runes), n.off); err != nil {
+			return nil, err
+		}
+		els := make([]Element, len(n.runes))
+		ranges := make([]Range, len(n.runes))
+		for i, r := range n.runes {
+			ranges[i] = Range{r, r}
+			els[i] = Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]}
+		}
+		return els, nil
+	case opClass:
+		if err := c.grow(1, n.off); err != nil {
+			return nil, err
+		}
+		return []Element{{Kind: Char, Ranges: n.ranges, Negated: n.negated}}, nil
+	case opToken:
+		if err := c.grow(1, n.off); err != nil {
+			return nil, err
+		}
+		return []Element{{Kind: Token, Token: n.token, Name: n.name, Negated: n.negated}}, nil
+	case opRef:
+		if err := c.grow(1, n.off); err != nil {
+			return nil, err
+		}
+		c.refOff[refSite{c.rule, c.alt, at}] = n.off
+		return []Element{{Kind: RuleRef, Rule: c.g.Index[n.name]}}, nil
+	case opGroup:
+		if len(n.alts) == 1 {
+			return c.seq(owner, n.alts[0], at)
+		}
+		h := c.helper(owner, c.p.position(n.off))
+		alts, err := c.alts(h, n.alts)
+		if err != nil {
+			return nil, err
+		}
+		c.g.Rules[h].Alts = alts
+		if err := c.grow(1, n.off); err != nil {
+			return nil, err
+		}
+		return []Element{{Kind: RuleRef, Rule: h}}, nil
+	case opRepeat:
+		return c.repeat(owner, n, at)
+	}
+	panic("gbnf: unknown node")
+}
+
+func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
+	body, err := c.item(owner, n.sub, at)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) == 0 {
+		return nil, c.p.errorf(n.off, ErrSyntax, "nothing to repeat: the item before %q is empty", c.p.src[n.off:n.off+1])
+	}
+	opt := 1 // optional copies: helper rules in the chain
+	if n.max >= 0 {
+		opt = n.max - n.min
+	}
+	if len(body) > 1 && n.min+opt > 2 {
+		// Many copies of a long item: copy one reference to a rule instead.
+		h := c.helper(owner, c.p.position(n.sub.off))
+		c.g.Rules[h].Alts = []Sequence{body}
+		if err := c.grow(1, n.off); err != nil {
+			return nil, err
+		}
+		body = []Element{{Kind: RuleRef, Rule: h}}
+	}
+	need := n.min * len(body)
+	if opt > 0 {
+		need += opt * (len(body) + 1)
+	}
+	if need > c.maxElems-c.elems {
+		return nil, c.p.errorf(n.off, ErrTooLarge, "grammar expands to more than %d elements (WithMaxElements)", c.maxElems)
+	}
+	c.elems += need - len(body) // the body itself was counted when it was compiled
+	out := make([]Element, 0, n.min*len(body)+1)
+	for range n.min {
+		out = append(out, body...)
+	}
+	if opt == 0 {
+		return out, nil
+	}
+	// The helper rules' elements and alternatives, allocated at once: a chain
+	// may have thousands of rules.
+	pos := c.p.position(n.off)
+	elems := make([]Element, 0, opt*(len(body)+1))
+	alts := make([]Sequence, 2*opt)
+	first := len(c.g.Rules)
+	c.g.Rules = slices.Grow(c.g.Rules, opt)
+	for k := 0; k < opt; k++ {
+		// unbounded:  R ::= S R |
+		// bounded:    R(1) ::= S |    R(k) ::= S R(k-1) |
+		h := c.helper(owner, pos)
+		start := len(elems)
+		elems = append(elems, body...)
+		switch {
+		case n.max < 0:
+			elems = append(elems, Element{Kind: RuleRef, Rule: h})
+		case k > 0:
+			elems = append(elems, Element{Kind: RuleRef, Rule: h - 1})
+		}
+		alts[2*k] = elems[start:len(elems):len(elems)]
+		alts[2*k+1] = Sequence{}
+		c.g.Rules[h].Alts = alts[2*k : 2*k+2 : 2*k+2]
+	}
+	return append(out, Element{Kind: RuleRef, Rule: first + opt - 1}), nil
+}

@@ -1,0 +1,144 @@
+package gbnf
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Format writes g as GBNF text: one line per rule, in index order, generated
+// helper rules included, with no groups or repetitions left. Parsing the text
+// with WithRoot(g.Rules[g.Root].Name) gives a Grammar with the same rules,
+// alternatives and elements (only the positions differ). An empty alternative
+// is written "". Format is meant for debugging and tests, and for grammars that
+// Parse produced; it does not check g.
+func Format(g *Grammar) string {
+	var b strings.Builder
+	for _, r := range g.Rules {
+		b.WriteString(r.Name)
+		b.WriteString(" ::=")
+		for i, alt := range r.Alts {
+			if i > 0 {
+				b.WriteString(" |")
+			}
+			b.WriteByte(' ')
+			formatSequence(&b, g, alt)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// String formats the grammar as GBNF text (see Format).
+func (g *Grammar) String() string { return Format(g) }
+
+func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
+	if len(seq) == 0 {
+		b.WriteString(`""`)
+		return
+	}
+	for i := 0; i < len(seq); {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		e := seq[i]
+		if isSingleChar(e) {
+			// A run of single code points is written as one literal.
+			b.WriteByte('"')
+			for ; i < len(seq) && isSingleChar(seq[i]); i++ {
+				writeChar(b, seq[i].Ranges[0].Lo, false)
+			}
+			b.WriteByte('"')
+			continue
+		}
+		i++
+		switch e.Kind {
+		case Char:
+			if e.Negated && len(e.Ranges) == 0 {
+				b.WriteByte('.')
+				continue
+			}
+			b.WriteByte('[')
+			if e.Negated {
+				b.WriteByte('^')
+			}
+			for _, r := range e.Ranges {
+				writeChar(b, r.Lo, true)
+				if r.Hi != r.Lo {
+					b.WriteByte('-')
+					writeChar(b, r.Hi, true)
+				}
+			}
+			b.WriteByte(']')
+		case RuleRef:
+			if e.Rule >= 0 && e.Rule < len(g.Rules) {
+				b.WriteString(g.Rules[e.Rule].Name)
+			} else {
+				fmt.Fprintf(b, "<bad-rule-%d>", e.Rule)
+			}
+		case Token:
+			if e.Negated {
+				b.WriteByte('!')
+			}
+			if e.Name != "" {
+				b.WriteString(e.Name)
+			} else {
+				fmt.Fprintf(b, "<[%d]>", e.Token)
+			}
+		}
+	}
+}
+
+func isSingleChar(e Element) bool {
+	return e.Kind == Char && !e.Negated && len(e.Ranges) == 1 && e.Ranges[0].Lo == e.Ranges[0].Hi
+}
+
+// writeChar writes code point r as it may appear in a literal (inClass false)
+// or a character class, escaping what would otherwise mean something else and
+// what is not printable.
+func writeChar(b *strings.Builder, r rune, inClass bool) {
+	switch r {
+	case '\n':
+		b.WriteString(`\n`)
+		return
+	case '\r':
+		b.WriteString(`\r`)
+		return
+	case '\t':
+		b.WriteString(`\t`)
+		return
+	case '\\':
+		b.WriteString(`\\`)
+		return
+	case '"':
+		b.WriteString(`\"`)
+		return
+	}
+	if inClass {
+		switch r {
+		case ']':
+			b.WriteString(`\]`)
+			return
+		case '[':
+			b.WriteString(`\[`)
+			return
+		case '-', '^':
+			// \x2D and \x5E, not \- and \^, so that llama.cpp reads the text too.
+			fmt.Fprintf(b, `\x%02X`, r)
+			return
+		}
+	}
+	switch {
+	case r < 0x80 && unicode.IsPrint(r):
+		b.WriteRune(r)
+	case r < 0x100 && !unicode.IsPrint(r):
+		fmt.Fprintf(b, `\x%02X`, r)
+	case utf8.ValidRune(r) && unicode.IsPrint(r):
+		b.WriteRune(r)
+	case r <= 0xFFFF:
+		fmt.Fprintf(b, `\u%04X`, r)
+	default:
+		b.WriteString(`\U` + fmt.Sprintf("%08X", r))
+	}
+}

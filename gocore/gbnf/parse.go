@@ -1,0 +1,651 @@
+package gbnf
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Default limits. They bound the work and memory of Parse on hostile input.
+const (
+	// DefaultRoot is the rule a grammar starts from unless WithRoot says otherwise.
+	DefaultRoot = "root"
+	// DefaultMaxRepeat is the largest minimum count a repetition may ask for
+	// ({n}, {n,}, {n,m}); it is llama.cpp's repetition threshold.
+	DefaultMaxRepeat = 2000
+	// DefaultMaxElements bounds the size of the expanded grammar (see WithMaxElements).
+	DefaultMaxElements = 1 << 20
+	// maxDepth bounds the nesting of parentheses, so that the recursive descent
+	// stays shallow on any input.
+	maxDepth = 1000
+)
+
+// An Option configures Parse.
+type Option func(*config)
+
+type config struct {
+	root        string
+	maxRepeat   int
+	maxElements int
+}
+
+// WithRoot names the rule the grammar starts from (default "root").
+func WithRoot(name string) Option {
+	return func(c *config) {
+		if name != "" {
+			c.root = name
+		}
+	}
+}
+
+// WithMaxRepeat sets the largest minimum count n a repetition {n}, {n,} or {n,m}
+// may ask for (default DefaultMaxRepeat). The n required copies are written out
+// in the grammar, so the count costs memory; the optional part of {n,m} is
+// bounded by WithMaxElements instead.
+func WithMaxRepeat(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxRepeat = n
+		}
+	}
+}
+
+// WithMaxElements bounds the expansion of a grammar (default DefaultMaxElements):
+// both the number of elements Parse generates in all rules together, and the
+// size that nested bounded repetitions unroll to along any chain of nesting
+// (the product of their counts: (x{0,99}){0,99} unrolls to 9801 copies of x).
+// The second bound is what rejects grammars such as six nested {0,99}, whose
+// expansion would make any matcher track astronomically many states.
+func WithMaxElements(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxElements = n
+		}
+	}
+}
+
+// Parse parses GBNF text (llama.cpp's dialect) into a Grammar. Literals are
+// expanded to one Char element per code point, and groups and repetitions to
+// generated helper rules. It reports the first problem it finds as an *Error.
+func Parse(src string, opts ...Option) (*Grammar, error) {
+	cfg := config{root: DefaultRoot, maxRepeat: DefaultMaxRepeat, maxElements: DefaultMaxElements}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p := &parser{src: src, cfg: &cfg}
+	if err := p.checkUTF8(); err != nil {
+		return nil, err
+	}
+	p.lines = lineStarts(src)
+	rules, err := p.parseGrammar()
+	if err != nil {
+		return nil, err
+	}
+	return compile(p, rules)
+}
+
+// The syntax tree between parsing and expansion. It is never larger than the
+// source text, so every check that can run on it runs before anything is
+// expanded.
+
+type nodeOp uint8
+
+const (
+	opLiteral nodeOp = iota // "..." : runes
+	opClass                 // [...] or "." : ranges, negated
+	opRef                   // rule name : name
+	opToken                 // <[N]>, <name>, !...: token, name, negated
+	opGroup                 // ( ... ) : alts
+	opRepeat                // sub followed by * + ? {m,n} : sub, min, max (-1: no max)
+)
+
+type node struct {
+	op      nodeOp
+	off     int // byte offset of the node's syntax (of the operator, for opRepeat)
+	runes   []rune
+	ranges  []Range
+	negated bool
+	name    string
+	token   int
+	alts    [][]*node
+	sub     *node
+	min     int
+	max     int
+}
+
+type ruleDef struct {
+	name string
+	off  int
+	alts [][]*node
+}
+
+type parser struct {
+	src   string
+	pos   int
+	cfg   *config
+	lines []int // byte offsets where lines start
+	depth int
+	rule  string // the rule being parsed, for messages
+}
+
+// lineStarts returns the offsets at which each line of src starts.
+func lineStarts(src string) []int {
+	starts := []int{0}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// position converts a byte offset into a 1-based line and column.
+func (p *parser) position(off int) Pos {
+	if p.lines == nil {
+		p.lines = lineStarts(p.src)
+	}
+	lo, hi := 0, len(p.lines)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if p.lines[mid] <= off {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return Pos{Line: lo + 1, Col: off - p.lines[lo] + 1}
+}
+
+func (p *parser) errorf(off int, code ErrorCode, format string, args ...any) *Error {
+	return &Error{Pos: p.position(off), Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) checkUTF8() error {
+	if utf8.ValidString(p.src) {
+		return nil
+	}
+	for i := 0; i < len(p.src); {
+		r, size := utf8.DecodeRuneInString(p.src[i:])
+		if r == utf8.RuneError && size == 1 {
+			return p.errorf(i, ErrUTF8, "invalid UTF-8 byte 0x%02X: grammar text must be UTF-8", p.src[i])
+		}
+		i += size
+	}
+	return nil
+}
+
+// describe quotes what is at off for a message: a character, "::=", or "end of input".
+func (p *parser) describe(off int) string {
+	if off >= len(p.src) {
+		return "end of input"
+	}
+	if strings.HasPrefix(p.src[off:], "::=") {
+		return `"::="`
+	}
+	r, _ := utf8.DecodeRuneInString(p.src[off:])
+	if r == '"' {
+		return `'"'`
+	}
+	return strconv.Quote(string(r))
+}
+
+func (p *parser) peek() byte {
+	if p.pos < len(p.src) {
+		return p.src[p.pos]
+	}
+	return 0
+}
+
+func (p *parser) at(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
+
+// skipSpace skips blanks and # comments, and newlines too when newlineOK: inside
+// parentheses, and after "::=" and "|". Elsewhere a newline ends the rule.
+func (p *parser) skipSpace(newlineOK bool) {
+	for p.pos < len(p.src) {
+		switch c := p.src[p.pos]; {
+		case c == ' ' || c == '\t':
+			p.pos++
+		case c == '#':
+			for p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != '\r' {
+				p.pos++
+			}
+		case newlineOK && (c == '\n' || c == '\r'):
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// isNameByte reports whether c may appear in a rule name: ASCII letters, digits and '-'.
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
+}
+
+func (p *parser) parseName() string {
+	start := p.pos
+	for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
+		p.pos++
+	}
+	return p.src[start:p.pos]
+}
+
+func (p *parser) parseGrammar() ([]ruleDef, error) {
+	if strings.HasPrefix(p.src, "\uFEFF") {
+		p.pos = len("\uFEFF")
+	}
+	p.skipSpace(true)
+	var rules []ruleDef
+	for p.pos < len(p.src) {
+		r, err := p.parseRule(len(rules) > 0)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	if len(rules) == 0 {
+		return nil, p.errorf(0, ErrEmpty, `empty grammar: expected at least one rule such as "root ::= ..."`)
+	}
+	return rules, nil
+}
+
+func (p *parser) parseRule(hasPrev bool) (ruleDef, error) {
+	start := p.pos
+	name := p.parseName()
+	if name == "" {
+		if hasPrev {
+			return ruleDef{}, p.errorf(start, ErrSyntax,
+				`expected a rule name, found %s (a rule continues onto the next line only inside parentheses or after a trailing "|")`,
+				p.describe(start))
+		}
+		return ruleDef{}, p.errorf(start, ErrSyntax, `expected a rule name, found %s`, p.describe(start))
+	}
+	p.rule = name
+	p.skipSpace(false)
+	if !p.at("::=") {
+		return ruleDef{}, p.errorf(p.pos, ErrSyntax, `expected "::=" after rule name %q, found %s`, name, p.describe(p.pos))
+	}
+	p.pos += 3
+	p.skipSpace(true)
+	alts, err := p.parseAlternates(false)
+	if err != nil {
+		return ruleDef{}, err
+	}
+	switch c := p.peek(); {
+	case p.pos >= len(p.src):
+	case c == '\n':
+		p.pos++
+	case c == '\r':
+		p.pos++
+		if p.peek() == '\n' {
+			p.pos++
+		}
+	case p.at("::="):
+		return ruleDef{}, p.errorf(p.pos, ErrSyntax,
+			`unexpected "::=" inside rule %q: a new rule must start on its own line (a line ending in "|" continues the rule above)`, name)
+	case c == ')':
+		return ruleDef{}, p.errorf(p.pos, ErrSyntax, `unexpected ")" in rule %q: no "(" to close`, name)
+	default:
+		return ruleDef{}, p.errorf(p.pos, ErrSyntax,
+			`unexpected %s in rule %q: expected an item, "|" or the end of the line`, p.describe(p.pos), name)
+	}
+	p.skipSpace(true)
+	return ruleDef{name: name, off: start, alts: alts}, nil
+}
+
+// parseAlternates parses sequences separated by "|".
+func (p *parser) parseAlternates(nested bool) ([][]*node, error) {
+	var alts [][]*node
+	for {
+		seq, err := p.parseSequence(nested)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, seq)
+		if p.peek() != '|' {
+			return alts, nil
+		}
+		p.pos++
+		p.skipSpace(true)
+	}
+}
+
+// parseSequence parses items up to something that is not an item or a
+// repetition operator; the caller decides whether that is allowed there.
+func (p *parser) parseSequence(nested bool) ([]*node, error) {
+	seq := []*node{}
+	for p.pos < len(p.src) {
+		start := p.pos
+		var n *node
+		switch c := p.src[p.pos]; {
+		case c == '"':
+			lit, err := p.parseLiteral()
+			if err != nil {
+				return nil, err
+			}
+			n = lit
+		case c == '[':
+			cls, err := p.parseClass()
+			if err != nil {
+				return nil, err
+			}
+			n = cls
+		case c == '.':
+			p.pos++
+			n = &node{op: opClass, off: start, negated: true}
+		case isNameByte(c):
+			n = &node{op: opRef, off: start, name: p.parseName()}
+		case c == '(':
+			if p.depth >= maxDepth {
+				return nil, p.errorf(start, ErrTooLarge, "parentheses nested more than %d deep", maxDepth)
+			}
+			p.depth++
+			p.pos++
+			p.skipSpace(true)
+			alts, err := p.parseAlternates(true)
+			p.depth--
+			if err != nil {
+				return nil, err
+			}
+			if p.peek() != ')' {
+				return nil, p.errorf(p.pos, ErrSyntax, `expected ")" to close the "(" at %s, found %s`,
+					p.position(start), p.describe(p.pos))
+			}
+			p.pos++
+			n = &node{op: opGroup, off: start, alts: alts}
+		case c == '<' || c == '!':
+			tok, err := p.parseToken()
+			if err != nil {
+				return nil, err
+			}
+			n = tok
+		case c == '*' || c == '+' || c == '?' || c == '{':
+			if len(seq) == 0 {
+				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat`, string(c))
+			}
+			min, max := 0, -1
+			switch c {
+			case '*':
+				p.pos++
+			case '+':
+				p.pos++
+				min = 1
+			case '?':
+				p.pos++
+				max = 1
+			case '{':
+				var err error
+				if min, max, err = p.parseBounds(nested); err != nil {
+					return nil, err
+				}
+			}
+			last := seq[len(seq)-1]
+			if last.op == opLiteral && len(last.runes) == 0 {
+				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat, not an empty literal`, string(c))
+			}
+			seq[len(seq)-1] = &node{op: opRepeat, off: start, sub: last, min: min, max: max}
+			p.skipSpace(nested)
+			continue
+		default:
+			return seq, nil
+		}
+		seq = append(seq, n)
+		p.skipSpace(nested)
+	}
+	return seq, nil
+}
+
+// parseBounds parses {n}, {n,}, {n,m} and {,m} at p.pos.
+func (p *parser) parseBounds(nested bool) (min, max int, err error) {
+	open := p.pos
+	p.pos++
+	p.skipSpace(nested)
+	min, hasMin, err := p.parseInt("repetition count")
+	if err != nil {
+		return 0, 0, err
+	}
+	p.skipSpace(nested)
+	switch p.peek() {
+	case '}':
+		if !hasMin {
+			return 0, 0, p.errorf(p.pos, ErrSyntax, `expected a repetition count in "{}"`)
+		}
+		max = min
+	case ',':
+		p.pos++
+		p.skipSpace(nested)
+		var hasMax bool
+		if max, hasMax, err = p.parseInt("repetition count"); err != nil {
+			return 0, 0, err
+		}
+		if !hasMax {
+			if !hasMin {
+				return 0, 0, p.errorf(p.pos, ErrSyntax, `expected a minimum or maximum repetition count in "{,}"`)
+			}
+			max = -1
+		}
+		p.skipSpace(nested)
+		if p.peek() != '}' {
+			return 0, 0, p.errorf(p.pos, ErrSyntax, `expected "}" to close the "{" at %s, found %s`,
+				p.position(open), p.describe(p.pos))
+		}
+	default:
+		if !hasMin {
+			return 0, 0, p.errorf(p.pos, ErrSyntax, `expected a repetition count after "{", found %s`, p.describe(p.pos))
+		}
+		return 0, 0, p.errorf(p.pos, ErrSyntax, `expected "," or "}" after the repetition count, found %s`, p.describe(p.pos))
+	}
+	p.pos++
+	if max >= 0 && max < min {
+		return 0, 0, p.errorf(open, ErrSyntax, "repetition {%d,%d}: the maximum is less than the minimum", min, max)
+	}
+	if min > p.cfg.maxRepeat {
+		return 0, 0, p.errorf(open, ErrTooLarge, "repetition count %d exceeds the limit of %d (WithMaxRepeat)", min, p.cfg.maxRepeat)
+	}
+	return min, max, nil
+}
+
+// parseInt parses a decimal number at p.pos, if there is one.
+func (p *parser) parseInt(what string) (n int, ok bool, err error) {
+	start := p.pos
+	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
+		if n <= maxInt {
+			n = n*10 + int(p.src[p.pos]-'0')
+		}
+		p.pos++
+	}
+	if n > maxInt {
+		return 0, false, p.errorf(start, ErrTooLarge, "%s %s is too large", what, p.src[start:p.pos])
+	}
+	return n, p.pos > start, nil
+}
+
+// maxInt bounds the numbers in a grammar (repetition counts, token ids).
+const maxInt = 1<<31 - 1
+
+func (p *parser) parseLiteral() (*node, error) {
+	open := p.pos
+	p.pos++
+	var runes []rune
+	for {
+		if p.pos >= len(p.src) {
+			return nil, p.errorf(open, ErrSyntax, `unterminated string literal: no closing '"'`)
+		}
+		if p.src[p.pos] == '"' {
+			p.pos++
+			return &node{op: opLiteral, off: open, runes: runes}, nil
+		}
+		r, err := p.parseChar()
+		if err != nil {
+			return nil, err
+		}
+		runes = append(runes, r)
+	}
+}
+
+func (p *parser) parseClass() (*node, error) {
+	open := p.pos
+	p.pos++
+	n := &node{op: opClass, off: open}
+	if p.peek() == '^' {
+		n.negated = true
+		p.pos++
+	}
+	for {
+		if p.pos >= len(p.src) {
+			return nil, p.errorf(open, ErrSyntax, `unterminated character class: no closing "]"`)
+		}
+		if p.src[p.pos] == ']' {
+			break
+		}
+		lo, err := p.parseChar()
+		if err != nil {
+			return nil, err
+		}
+		hi := lo
+		if p.peek() == '-' && p.pos+1 < len(p.src) && p.src[p.pos+1] != ']' {
+			dash := p.pos
+			p.pos++
+			if hi, err = p.parseChar(); err != nil {
+				return nil, err
+			}
+			if hi < lo {
+				return nil, p.errorf(dash, ErrSyntax, "invalid range %s-%s in character class: the end is before the start",
+					strconv.QuoteRune(lo), strconv.QuoteRune(hi))
+			}
+		}
+		n.ranges = append(n.ranges, Range{lo, hi})
+	}
+	p.pos++
+	if len(n.ranges) == 0 {
+		return nil, p.errorf(open, ErrSyntax, "empty character class %s matches nothing", p.src[open:p.pos])
+	}
+	n.ranges = normalize(n.ranges)
+	return n, nil
+}
+
+// parseChar parses one code point of a literal or class: a UTF-8 character or
+// an escape sequence.
+func (p *parser) parseChar() (rune, error) {
+	start := p.pos
+	if p.src[p.pos] != '\\' {
+		r, size := utf8.DecodeRuneInString(p.src[p.pos:])
+		p.pos += size
+		return r, nil
+	}
+	if p.pos+1 >= len(p.src) {
+		return 0, p.errorf(start, ErrEscape, `unfinished escape sequence at end of input`)
+	}
+	c := p.src[p.pos+1]
+	p.pos += 2
+	switch c {
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case '\\', '"', '[', ']', '-', '^':
+		return rune(c), nil
+	case 'x':
+		return p.parseHex(start, 2)
+	case 'u':
+		return p.parseHex(start, 4)
+	case 'U':
+		return p.parseHex(start, 8)
+	}
+	r, _ := utf8.DecodeRuneInString(p.src[start+1:])
+	return 0, p.errorf(start, ErrEscape,
+		`unknown escape "\%c": expected one of \n \r \t \\ \" \[ \] \- \^ \xHH \uHHHH \UHHHHHHHH`, r)
+}
+
+// parseHex parses exactly digits hex digits of the escape that starts at start.
+func (p *parser) parseHex(start, digits int) (rune, error) {
+	var v uint32 // 8 hex digits fit; a rune could go negative
+	for i := 0; i < digits; i++ {
+		if p.pos >= len(p.src) {
+			return 0, p.errorf(start, ErrEscape, `escape %s needs %d hex digits`, p.src[start:start+2], digits)
+		}
+		c := p.src[p.pos]
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, p.errorf(start, ErrEscape, `escape %s needs %d hex digits, found %s`, p.src[start:start+2], digits, p.describe(p.pos))
+		}
+		v = v<<4 | uint32(d)
+		p.pos++
+	}
+	if v > utf8.MaxRune {
+		return 0, p.errorf(start, ErrEscape, `escape %s is beyond the last code point U+10FFFF`, p.src[start:p.pos])
+	}
+	return rune(v), nil
+}
+
+// parseToken parses <[N]>, !<[N]>, <name> and !<name>.
+func (p *parser) parseToken() (*node, error) {
+	start := p.pos
+	n := &node{op: opToken, off: start, token: -1}
+	if p.peek() == '!' {
+		n.negated = true
+		p.pos++
+	}
+	if p.peek() != '<' {
+		return nil, p.errorf(p.pos, ErrSyntax, `expected "<" after "!" (a negated token is written !<[N]> or !<name>), found %s`, p.describe(p.pos))
+	}
+	open := p.pos
+	p.pos++
+	if p.peek() == '[' {
+		p.pos++
+		id, ok, err := p.parseInt("token id")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, p.errorf(p.pos, ErrSyntax, `expected a token id in "<[...]>", found %s`, p.describe(p.pos))
+		}
+		if !p.at("]>") {
+			return nil, p.errorf(p.pos, ErrSyntax, `expected "]>" after token id %d, found %s`, id, p.describe(p.pos))
+		}
+		p.pos += 2
+		n.token = id
+		return n, nil
+	}
+	for p.pos < len(p.src) && p.src[p.pos] != '>' && p.src[p.pos] != '\n' && p.src[p.pos] != '\r' {
+		p.pos++
+	}
+	if p.peek() != '>' {
+		return nil, p.errorf(open, ErrSyntax, `unterminated token: expected ">" to close "<" (tokens are written <[N]> or <name>)`)
+	}
+	p.pos++
+	if p.pos-open == 2 {
+		return nil, p.errorf(open, ErrSyntax, `empty token name "<>"`)
+	}
+	n.name = p.src[open:p.pos]
+	return n, nil
+}
+
+// normalize sorts ranges and merges those that overlap or touch.
+func normalize(rs []Range) []Range {
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Lo, b.Lo) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if r.Lo <= last.Hi+1 {
+			if r.Hi > last.Hi {
+				last.Hi = r.Hi
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out[:len(out):len(out)]
+}

@@ -1,0 +1,168 @@
+package gbnf_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// Every kind of error, where it is reported (line:col, 1-based, columns in
+// bytes) and what it says.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		code gbnf.ErrorCode
+		want string // the whole Error() text
+	}{
+		// The grammar as a whole.
+		{"empty", "", gbnf.ErrEmpty, `1:1: empty grammar: expected at least one rule such as "root ::= ..."`},
+		{"only comments", "# nothing\n\n", gbnf.ErrEmpty, `1:1: empty grammar: expected at least one rule such as "root ::= ..."`},
+		{"invalid UTF-8", "root ::= \"\xff\"", gbnf.ErrUTF8, `1:11: invalid UTF-8 byte 0xFF: grammar text must be UTF-8`},
+
+		// Rules.
+		{"missing ::=", "root ::= \"a\"\nvalue \"b\"", gbnf.ErrSyntax, `2:7: expected "::=" after rule name "value", found '"'`},
+		{"no rule name", `::= "a"`, gbnf.ErrSyntax, `1:1: expected a rule name, found "::="`},
+		{"alternative on a new line", "root ::= \"a\"\n  | \"b\"", gbnf.ErrSyntax,
+			`2:3: expected a rule name, found "|" (a rule continues onto the next line only inside parentheses or after a trailing "|")`},
+		{"trailing bar swallows the next rule", "root ::= \"a\" |\nb ::= \"b\"", gbnf.ErrSyntax,
+			`2:3: unexpected "::=" inside rule "root": a new rule must start on its own line (a line ending in "|" continues the rule above)`},
+		{"stray close paren", `root ::= "a" )`, gbnf.ErrSyntax, `1:14: unexpected ")" in rule "root": no "(" to close`},
+		{"stray character", `root ::= "a" @`, gbnf.ErrSyntax, `1:14: unexpected "@" in rule "root": expected an item, "|" or the end of the line`},
+		{"unclosed group", `root ::= ("a" | "b"`, gbnf.ErrSyntax, `1:20: expected ")" to close the "(" at 1:10, found end of input`},
+		{"rule inside a group", "root ::= (\"a\"\n b ::= \"x\")", gbnf.ErrSyntax, `2:4: expected ")" to close the "(" at 1:10, found "::="`},
+		{"duplicate rule", "root ::= a\na ::= \"x\"\na ::= \"y\"", gbnf.ErrDuplicateRule, `3:1: rule "a" is defined twice (first at 2:1)`},
+
+		// Literals, classes and escapes.
+		{"unterminated literal", `root ::= "abc`, gbnf.ErrSyntax, `1:10: unterminated string literal: no closing '"'`},
+		{"unterminated class", `root ::= [abc`, gbnf.ErrSyntax, `1:10: unterminated character class: no closing "]"`},
+		{"empty class", `root ::= []`, gbnf.ErrSyntax, `1:10: empty character class [] matches nothing`},
+		{"empty negated class", `root ::= [^]`, gbnf.ErrSyntax, `1:10: empty character class [^] matches nothing`},
+		{"reversed range", `root ::= [z-a]`, gbnf.ErrSyntax, `1:12: invalid range 'z'-'a' in character class: the end is before the start`},
+		{"unknown escape", `root ::= "\q"`, gbnf.ErrEscape,
+			`1:11: unknown escape "\q": expected one of \n \r \t \\ \" \[ \] \- \^ \xHH \uHHHH \UHHHHHHHH`},
+		{"short hex escape", `root ::= "\x4"`, gbnf.ErrEscape, `1:11: escape \x needs 2 hex digits, found '"'`},
+		{"short unicode escape in a class", `root ::= [\u12]`, gbnf.ErrEscape, `1:11: escape \u needs 4 hex digits, found "]"`},
+		{"escape beyond unicode", `root ::= "\U00110000"`, gbnf.ErrEscape, `1:11: escape \U00110000 is beyond the last code point U+10FFFF`},
+		{"escape beyond int32", `root ::= "\U80000000"`, gbnf.ErrEscape, `1:11: escape \U80000000 is beyond the last code point U+10FFFF`},
+		{"escape at end of input", `root ::= "a\`, gbnf.ErrEscape, `1:12: unfinished escape sequence at end of input`},
+
+		// Repetitions.
+		{"nothing to repeat", `root ::= * "a"`, gbnf.ErrSyntax, `1:10: "*" must follow an item to repeat`},
+		{"nothing to repeat after a bar", `root ::= "a" | +`, gbnf.ErrSyntax, `1:16: "+" must follow an item to repeat`},
+		{"repeating an empty literal", `root ::= ""*`, gbnf.ErrSyntax, `1:12: "*" must follow an item to repeat, not an empty literal`},
+		{"repeating an empty group", `root ::= ()?`, gbnf.ErrSyntax, `1:12: nothing to repeat: the item before "?" is empty`},
+		{"no count", `root ::= "a"{}`, gbnf.ErrSyntax, `1:14: expected a repetition count in "{}"`},
+		{"no counts", `root ::= "a"{,}`, gbnf.ErrSyntax, `1:15: expected a minimum or maximum repetition count in "{,}"`},
+		{"max below min", `root ::= "a"{2,1}`, gbnf.ErrSyntax, `1:13: repetition {2,1}: the maximum is less than the minimum`},
+		{"unclosed count", `root ::= "a"{2`, gbnf.ErrSyntax, `1:15: expected "," or "}" after the repetition count, found end of input`},
+		{"unclosed bounds", `root ::= "a"{2,3`, gbnf.ErrSyntax, `1:17: expected "}" to close the "{" at 1:13, found end of input`},
+		{"count too large", `root ::= "a"{5000}`, gbnf.ErrTooLarge, `1:13: repetition count 5000 exceeds the limit of 2000 (WithMaxRepeat)`},
+		{"number too large", `root ::= "a"{99999999999}`, gbnf.ErrTooLarge, `1:14: repetition count 99999999999 is too large`},
+		{"max too large", `root ::= "a"{0,2000000}`, gbnf.ErrTooLarge,
+			`1:13: repetition unrolls to more than 1048576 elements (WithMaxElements): bound them more tightly, or use * and +`},
+		{"nested repetitions", `root ::= (((("a"{0,99}){0,99}){0,99}){0,99})`, gbnf.ErrTooLarge,
+			`1:38: nested repetitions unroll to more than 1048576 elements (WithMaxElements): bound them more tightly, or use * and +`},
+
+		// Tokens.
+		{"bad token id", `root ::= <[abc]>`, gbnf.ErrSyntax, `1:12: expected a token id in "<[...]>", found "a"`},
+		{"unclosed token id", `root ::= <[12>`, gbnf.ErrSyntax, `1:14: expected "]>" after token id 12, found ">"`},
+		{"unclosed token name", `root ::= <eot`, gbnf.ErrSyntax, `1:10: unterminated token: expected ">" to close "<" (tokens are written <[N]> or <name>)`},
+		{"empty token name", `root ::= <>`, gbnf.ErrSyntax, `1:10: empty token name "<>"`},
+		{"negation of a literal", `root ::= !"a"`, gbnf.ErrSyntax,
+			`1:11: expected "<" after "!" (a negated token is written !<[N]> or !<name>), found '"'`},
+
+		// References, the root, left recursion.
+		{"undefined rule", "root ::= expr\nexpr ::= term (\"+\" term)*\nterm ::= numero", gbnf.ErrUndefinedRule,
+			`3:10: undefined rule "numero" (referenced in rule "term")`},
+		{"missing root", `start ::= "a"`, gbnf.ErrMissingRoot,
+			`1:1: grammar has no root rule "root": define root ::= ..., or name another root rule (WithRoot)`},
+		{"direct left recursion", "root ::= expr\nexpr ::= term | expr \"+\" term\nterm ::= [0-9]", gbnf.ErrLeftRecursion,
+			`2:17: left recursion: expr -> expr: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		{"indirect left recursion", "root ::= expr\nexpr ::= term \"+\" | \"x\"\nterm ::= expr", gbnf.ErrLeftRecursion,
+			`2:10: left recursion: expr -> term -> expr: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		{"left recursion after an optional item", "root ::= a\na ::= \"b\"? a \"x\" | \"y\"", gbnf.ErrLeftRecursion,
+			`2:12: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		{"left recursion through a nullable rule", "root ::= a\na ::= e a \"x\" | \"y\"\ne ::= f\nf ::= \"f\" |", gbnf.ErrLeftRecursion,
+			`2:9: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		{"left recursion inside a repetition", `root ::= (root "a")*`, gbnf.ErrLeftRecursion,
+			`1:20: left recursion: root -> root: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := gbnf.Parse(tt.src)
+			require.Error(t, err)
+			assert.Nil(t, g)
+			var e *gbnf.Error
+			require.True(t, errors.As(err, &e), "error is a *gbnf.Error: %T", err)
+			assert.Equal(t, tt.want, err.Error())
+			assert.Equal(t, tt.code, e.Code, "code %v", e.Code)
+		})
+	}
+}
+
+// A root chosen with WithRoot is named in the error when it is missing.
+func TestParseMissingChosenRoot(t *testing.T) {
+	_, err := gbnf.Parse(`root ::= "a"`, gbnf.WithRoot("start"))
+	require.EqualError(t, err, `1:1: grammar has no root rule "start" (asked for with WithRoot)`)
+}
+
+// The limits are options.
+func TestParseLimits(t *testing.T) {
+	_, err := gbnf.Parse(`root ::= "a"{5000}`, gbnf.WithMaxRepeat(5000))
+	require.NoError(t, err)
+
+	_, err = gbnf.Parse(`root ::= "a"{11}`, gbnf.WithMaxRepeat(10))
+	require.EqualError(t, err, `1:13: repetition count 11 exceeds the limit of 10 (WithMaxRepeat)`)
+
+	_, err = gbnf.Parse(`root ::= "abcdef" "ghij"`, gbnf.WithMaxElements(8))
+	require.EqualError(t, err, `1:19: grammar expands to more than 8 elements (WithMaxElements)`)
+
+	_, err = gbnf.Parse(`root ::= [a-z]{5,8}`, gbnf.WithMaxElements(8))
+	require.EqualError(t, err, `1:15: grammar expands to more than 8 elements (WithMaxElements)`)
+
+	_, err = gbnf.Parse(`root ::= ("a"{0,10}){0,10}`, gbnf.WithMaxElements(99))
+	require.EqualError(t, err,
+		`1:21: nested repetitions unroll to more than 99 elements (WithMaxElements): bound them more tightly, or use * and +`)
+}
+
+// Grammars built to explode end quickly with an error, using little memory.
+func TestParsePathologicalIsBounded(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+	}{
+		{"six nested {0,99}", `root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}`},
+		{"long literals repeated", manyRules(200, `"`+strings.Repeat("abcdefgh", 1000)+`"{2000}`)},
+		{"many wide optional chains", manyRules(200, `"a"{0,2000} "b"{0,2000} "c"{0,2000}`)},
+		{"deep parentheses", "root ::= " + strings.Repeat("(", 5000) + `"a"` + strings.Repeat(")", 5000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := gbnf.Parse(tt.src)
+			elapsed := time.Since(start)
+			var e *gbnf.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, gbnf.ErrTooLarge, e.Code, "%v", err)
+			assert.Less(t, elapsed, 2*time.Second)
+		})
+	}
+}
+
+// manyRules is a grammar of n rules root, r1, r2, ... with the same body.
+func manyRules(n int, body string) string {
+	var b strings.Builder
+	b.WriteString("root ::= " + body + "\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "r%d ::= %s\n", i, body)
+	}
+	return b.String()
+}
