@@ -9,6 +9,7 @@ tool (
 
 require (
 	github.com/daulet/tokenizers v1.22.1
+	github.com/go-python/gopy v0.4.10
 	github.com/stretchr/testify v1.12.1
 	gorgonia.org/gorgonia v0.9.18
 	gorgonia.org/tensor v0.9.24
@@ -19,7 +20,6 @@ require (
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
 	github.com/chewxy/hm v1.0.0 // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
-	github.com/go-python/gopy v0.4.10 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.2 // indirect
 	github.com/gonuts/commander v0.1.0 // indirect

@@ -1,0 +1,201 @@
+package bindings
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/safecall"
+	"github.com/tetherlm/tether/gocore/session"
+)
+
+// processor is the Go half of a transformers logits processor: a session of rows over
+// one compiled grammar, and the end-of-generation bitset at the mask width in use.
+type processor struct {
+	mu      sync.Mutex // gopy releases the GIL: two Python threads could call at once
+	grammar *engine.Grammar
+	sess    *session.Session[*engine.Matcher]
+	eogIDs  []int
+	eog     []uint32 // bitset of eogIDs at len(eog) words
+}
+
+var processors = newRegistry[*processor]("processor")
+
+// ProcessorNew makes a processor for a compiled grammar.
+func ProcessorNew(grammarHandle int64) (int64, error) {
+	return safecall.Do("ProcessorNew", func() (int64, error) {
+		g, err := grammars.get(grammarHandle)
+		if err != nil {
+			return 0, err
+		}
+		v := g.Vocabulary()
+		var eog []int
+		for id := 0; id < v.Size(); id++ {
+			if v.IsEOG(id) {
+				eog = append(eog, id)
+			}
+		}
+		p := &processor{grammar: g, eogIDs: eog}
+		p.sess = session.New(g.NewMatcher(), v.IsEOG)
+		return processors.add(p), nil
+	})
+}
+
+func (p *processor) eogBits(words int) []uint32 {
+	if len(p.eog) != words {
+		p.eog = make([]uint32, words)
+		for _, id := range p.eogIDs {
+			if id/32 < words {
+				p.eog[id/32] |= 1 << (id % 32)
+			}
+		}
+	}
+	return p.eog
+}
+
+// ProcessorStep brings the rows up to date with input_ids, a row-major int64
+// [batch × seqLen] buffer, and returns how many chosen tokens the grammar has rejected
+// so far in this generation.
+func ProcessorStep(h int64, ids uintptr, batch, seqLen int) (int, error) {
+	return safecall.Do("ProcessorStep", func() (int, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return 0, err
+		}
+		if batch <= 0 || seqLen < 0 {
+			return 0, fmt.Errorf("input_ids: bad shape [%d, %d]", batch, seqLen)
+		}
+		buf, err := int64Buffer(ids, batch*seqLen, "input_ids")
+		if err != nil {
+			return 0, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := p.sess.Step(buf, batch, seqLen); err != nil {
+			return 0, err
+		}
+		return p.sess.Rejected, nil
+	})
+}
+
+// workers is how many goroutines compute a batch's masks.
+func workers(batch int) int { return min(batch, runtime.GOMAXPROCS(0)) }
+
+// ProcessorFillMasks writes each row's allowed-token bitset into the caller's int32
+// [batch × words] buffer (after ProcessorStep).
+func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
+	return safecall.Do("ProcessorFillMasks", func() (int, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return 0, err
+		}
+		dst, err := uint32Buffer(masks, batch*words, "masks")
+		if err != nil {
+			return 0, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		eog := p.eogBits(words)
+		p.sess.FillAll(words, eog, workers(batch))
+		for r := 0; r < batch; r++ {
+			copy(dst[r*words:(r+1)*words], p.sess.Mask(r, words, eog))
+		}
+		return batch, nil
+	})
+}
+
+// ProcessorApplyF32 copies float32 scores [batch × vocab] from src to dst, writing -inf
+// for every token the row's grammar state does not allow (after ProcessorStep). src and
+// dst may be the same buffer.
+func ProcessorApplyF32(h int64, src, dst uintptr, batch, vocabSize int) (int, error) {
+	return safecall.Do("ProcessorApplyF32", func() (int, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return 0, err
+		}
+		in, err := float32Buffer(src, batch*vocabSize, "scores")
+		if err != nil {
+			return 0, err
+		}
+		out, err := float32Buffer(dst, batch*vocabSize, "out")
+		if err != nil {
+			return 0, err
+		}
+		words := (vocabSize + 31) / 32
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		eog := p.eogBits(words)
+		p.sess.FillAll(words, eog, workers(batch))
+		for r := 0; r < batch; r++ {
+			applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], p.sess.Mask(r, words, eog))
+		}
+		return batch, nil
+	})
+}
+
+var negInf = float32(math.Inf(-1))
+
+// applyMask sets out[i] = in[i] where bit i of mask is set and -inf elsewhere.
+func applyMask(out, in []float32, mask []uint32) {
+	n := len(in)
+	for w, bits := range mask {
+		lo := w * 32
+		if lo >= n {
+			break
+		}
+		hi := min(lo+32, n)
+		switch bits {
+		case 0:
+			for i := lo; i < hi; i++ {
+				out[i] = negInf
+			}
+		case ^uint32(0):
+			copy(out[lo:hi], in[lo:hi])
+		default:
+			for i := lo; i < hi; i++ {
+				if bits&(1<<(i-lo)) != 0 {
+					out[i] = in[i]
+				} else {
+					out[i] = negInf
+				}
+			}
+		}
+	}
+}
+
+// ProcessorRejected is how many chosen tokens the grammar rejected in this generation.
+func ProcessorRejected(h int64) (int, error) {
+	return safecall.Do("ProcessorRejected", func() (int, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return 0, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.sess.Rejected, nil
+	})
+}
+
+// ProcessorReset forgets all rows: the next step starts a new generation.
+func ProcessorReset(h int64) (bool, error) {
+	return safecall.Do("ProcessorReset", func() (bool, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return false, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.sess.Reset()
+		return true, nil
+	})
+}
+
+// ProcessorClose releases a processor.
+func ProcessorClose(h int64) (bool, error) {
+	return safecall.Do("ProcessorClose", func() (bool, error) {
+		_, err := processors.remove(h)
+		return err == nil, err
+	})
+}

@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"unsafe"
+)
+
+// Stacks are persistent linked lists of program positions: node i is (elem, tail)
+// where elem is the position on top and tail the node below. Nodes are interned, so
+// equal stacks are the same id and stacks share their tails. Two ids are sentinels
+// that end a stack:
+const (
+	nodeBottom int32 = 0 // the empty stack: the grammar has matched completely
+	nodeExit   int32 = 1 // the caller's frame (only in position-cache analysis)
+)
+
+const (
+	cfgDead    int32 = 0  // the configuration with no stacks
+	cfgUnknown int32 = -1 // a transition not computed yet
+
+	// exitBit marks, in arena.info, a configuration holding nodeExit.
+	exitBit int32 = 1 << 30
+)
+
+type node struct{ elem, tail int32 }
+
+// entry is one stack of a configuration with the UTF-8 character it is inside:
+// node id in the high 32 bits, partial state in the low 32.
+type entry uint64
+
+func mkEntry(n int32, p partial) entry { return entry(uint64(uint32(n))<<32 | uint64(p)) }
+func (e entry) node() int32            { return int32(uint32(e >> 32)) }
+func (e entry) partial() partial       { return partial(uint32(e)) }
+
+// config is an interned set of stacks: one state of the automaton.
+type config struct {
+	entries []entry // sorted, unique
+	hasExit bool    // an entry is nodeExit (analysis only)
+	noExit  int32   // the same configuration without nodeExit entries
+	canEnd  bool    // an entry is nodeBottom between characters
+	tokTops bool    // an entry has a token element on top
+	plan    *maskPlan
+}
+
+// arena interns nodes and configurations and memoizes byte transitions between
+// configurations. It is not safe for concurrent use: each Matcher family owns one,
+// and the Grammar owns one for position analysis (guarded by its posMu).
+type arena struct {
+	g        *Grammar
+	nodes    []node
+	nodeID   map[uint64]int32
+	cfgs     []config
+	cfgID    map[string]int32
+	tabs     []*[256]int32 // per configuration: memoized byte transitions, or nil
+	info     []int32       // per configuration: noExit, with exitBit if hasExit
+	err      error         // the current operation exceeded the grammar's limits
+	overflow error         // the last such error of a byte step (its transition is dead)
+
+	tables int // transition tables allocated
+
+	// scratch
+	out     []entry
+	key     []byte
+	visited map[uint64]uint32 // closure visit stamps
+	stamp   uint32
+	work    int
+}
+
+func newArena(g *Grammar) *arena {
+	a := &arena{
+		g:       g,
+		nodes:   []node{{-1, -1}, {-1, -1}},
+		nodeID:  map[uint64]int32{},
+		cfgID:   map[string]int32{},
+		visited: map[uint64]uint32{},
+	}
+	a.cfgs = append(a.cfgs, config{noExit: cfgDead}) // cfgDead
+	a.tabs = append(a.tabs, nil)
+	a.info = append(a.info, cfgDead)
+	a.cfgID[""] = cfgDead
+	return a
+}
+
+func (a *arena) intern(el, tail int32) int32 {
+	k := uint64(uint32(el))<<32 | uint64(uint32(tail))
+	if id, ok := a.nodeID[k]; ok {
+		return id
+	}
+	id := int32(len(a.nodes))
+	a.nodes = append(a.nodes, node{el, tail})
+	a.nodeID[k] = id
+	return id
+}
+
+// start returns the configuration of the grammar before any input.
+func (a *arena) start() int32 {
+	a.out = a.out[:0]
+	a.beginClosure()
+	a.expandRule(a.g.root, nodeBottom)
+	return a.finish()
+}
+
+// startAt returns the configuration holding just the stack elems (top first) over
+// the caller's frame (nodeExit), or over nothing if bottom: the analysis state of a
+// position cache.
+func (a *arena) startAt(elems []int32, bottom bool) int32 {
+	t := nodeExit
+	if bottom {
+		t = nodeBottom
+	}
+	for i := len(elems) - 1; i >= 0; i-- {
+		t = a.intern(elems[i], t)
+	}
+	a.out = append(a.out[:0], mkEntry(t, 0))
+	return a.finish()
+}
+
+func (a *arena) beginClosure() {
+	a.err = nil
+	a.stamp++
+	if a.stamp == 0 {
+		clear(a.visited)
+		a.stamp = 1
+	}
+	a.work = 0
+}
+
+// expand pushes every stack reachable from (el, tail) without consuming input
+// whose top is a terminal (char or token), or a sentinel.
+func (a *arena) expand(el, tail int32) {
+	if a.err != nil {
+		return
+	}
+	e := a.g.elems[el]
+	switch e.op {
+	case opChar, opToken:
+		a.out = append(a.out, mkEntry(a.intern(el, tail), 0))
+	case opRef:
+		k := uint64(uint32(el))<<32 | uint64(uint32(tail))
+		if a.visited[k] == a.stamp {
+			return
+		}
+		a.visited[k] = a.stamp
+		a.work++
+		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.maxStacks {
+			a.err = fmt.Errorf("engine: grammar too ambiguous: expanding rule %q needs more than %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
+				a.g.names[e.arg], a.g.opts.maxStacks, a.g.opts.maxStacks)
+			return
+		}
+		nt := tail
+		if a.g.elems[el+1].op != opEnd {
+			nt = a.intern(el+1, tail)
+		}
+		a.expandRule(e.arg, nt)
+	case opEnd:
+		a.expandReturn(tail)
+	}
+}
+
+func (a *arena) expandRule(r, tail int32) {
+	for _, alt := range a.g.rules[r] {
+		if a.g.elems[alt].op == opEnd {
+			a.expandReturn(tail)
+		} else {
+			a.expand(alt, tail)
+		}
+	}
+}
+
+func (a *arena) expandReturn(tail int32) {
+	if tail <= nodeExit {
+		a.out = append(a.out, mkEntry(tail, 0))
+		return
+	}
+	n := a.nodes[tail]
+	a.expand(n.elem, n.tail)
+}
+
+// advance pushes the stacks that follow matching the terminal on top of node n.
+func (a *arena) advance(n int32) {
+	nd := a.nodes[n]
+	a.expand(nd.elem+1, nd.tail)
+}
+
+// finish sorts and dedupes a.out and interns it as a configuration.
+func (a *arena) finish() int32 {
+	if a.err != nil {
+		// Too ambiguous to follow: the step is refused (and, for byte steps,
+		// memoized as refused) and the error kept for Matcher.Err.
+		a.overflow, a.err = a.err, nil
+		return cfgDead
+	}
+	if len(a.out) == 0 {
+		return cfgDead
+	}
+	slices.Sort(a.out)
+	a.out = slices.Compact(a.out)
+	if len(a.out) > a.g.opts.maxStacks {
+		a.overflow = fmt.Errorf("engine: grammar too ambiguous: a state needs %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
+			len(a.out), a.g.opts.maxStacks)
+		return cfgDead
+	}
+	return a.internCfg(a.out)
+}
+
+func (a *arena) internCfg(es []entry) int32 {
+	if len(es) == 0 {
+		return cfgDead
+	}
+	a.key = a.key[:0]
+	for _, e := range es {
+		a.key = binary.LittleEndian.AppendUint64(a.key, uint64(e))
+	}
+	if id, ok := a.cfgID[string(a.key)]; ok {
+		return id
+	}
+	id := int32(len(a.cfgs))
+	c := config{entries: slices.Clone(es), noExit: id}
+	exits := 0
+	for _, e := range es {
+		n := e.node()
+		switch {
+		case n == nodeExit:
+			c.hasExit = true
+			exits++
+		case n == nodeBottom:
+			if e.partial() == 0 {
+				c.canEnd = true
+			}
+		case a.g.elems[a.nodes[n].elem].op == opToken:
+			c.tokTops = true
+		}
+	}
+	a.cfgs = append(a.cfgs, c)
+	a.tabs = append(a.tabs, nil)
+	a.info = append(a.info, id)
+	a.cfgID[string(a.key)] = id
+	if exits > 0 {
+		rest := make([]entry, 0, len(es)-exits)
+		for _, e := range es {
+			if e.node() != nodeExit {
+				rest = append(rest, e)
+			}
+		}
+		ne := a.internCfg(rest)
+		a.cfgs[id].noExit = ne
+		a.info[id] = ne | exitBit
+	}
+	return id
+}
+
+// step returns the configuration after byte b (cfgDead if no stack takes it),
+// memoized per (configuration, byte).
+func (a *arena) step(c int32, b byte) int32 {
+	if t := a.tabs[c]; t != nil {
+		if nx := t[b]; nx != cfgUnknown {
+			return nx
+		}
+	}
+	return a.stepSlow(c, b)
+}
+
+func (a *arena) stepSlow(c int32, b byte) int32 {
+	if c == cfgDead {
+		return cfgDead
+	}
+	a.out = a.out[:0]
+	a.beginClosure()
+	g := a.g
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n <= nodeExit {
+			continue
+		}
+		el := g.elems[a.nodes[n].elem]
+		if el.op != opChar {
+			continue
+		}
+		cls := &g.classes[el.arg]
+		p := e.partial()
+		if p == 0 {
+			if b < 0x80 {
+				if cls.has(rune(b)) {
+					a.advance(n)
+				}
+				continue
+			}
+			np, ok := utf8Start(b)
+			if !ok {
+				continue
+			}
+			if lo, hi := np.span(); overlapsValid(cls, lo, hi) {
+				a.out = append(a.out, mkEntry(n, np))
+			}
+			continue
+		}
+		np, cp, done, ok := p.next(b)
+		if !ok {
+			continue
+		}
+		if done {
+			if validFor(cp, p.length()) && cls.has(cp) {
+				a.advance(n)
+			}
+			continue
+		}
+		if lo, hi := np.span(); overlapsValid(cls, lo, hi) {
+			a.out = append(a.out, mkEntry(n, np))
+		}
+	}
+	nx := a.finish()
+	t := a.tabs[c]
+	if t == nil {
+		t = new([256]int32)
+		for i := range t {
+			t[i] = cfgUnknown
+		}
+		a.tabs[c] = t
+		a.tables++
+	}
+	t[b] = nx
+	return nx
+}
+
+// stepToken returns the configuration after token id is matched by token elements
+// (`<[id]>`, or `!<[other]>`), ignoring the token's text.
+func (a *arena) stepToken(c int32, id int32, eog bool) int32 {
+	if !a.cfgs[c].tokTops {
+		return cfgDead
+	}
+	a.out = a.out[:0]
+	a.beginClosure()
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n <= nodeExit || e.partial() != 0 {
+			continue
+		}
+		el := a.g.elems[a.nodes[n].elem]
+		if el.op != opToken {
+			continue
+		}
+		if (!el.neg && el.arg == id) || (el.neg && el.arg != id && !eog) {
+			a.advance(n)
+		}
+	}
+	return a.finish()
+}
+
+// union interns the union of configurations.
+func (a *arena) union(cs ...int32) int32 {
+	a.out = a.out[:0]
+	for _, c := range cs {
+		a.out = append(a.out, a.cfgs[c].entries...)
+	}
+	return a.finish()
+}
+
+// only interns the configuration of the entries of c that satisfy keep.
+func (a *arena) subset(c int32, keep func(entry) bool) int32 {
+	a.out = a.out[:0]
+	for _, e := range a.cfgs[c].entries {
+		if keep(e) {
+			a.out = append(a.out, e)
+		}
+	}
+	return a.internCfg(a.out)
+}
+
+// bytes approximates the arena's memory use.
+func (a *arena) bytes() int {
+	n := len(a.nodes)*int(unsafe.Sizeof(node{})) + len(a.cfgs)*int(unsafe.Sizeof(config{}))
+	return n + a.tables*1024
+}
+
+// trim drops memoized transition tables when too many have accumulated; they are
+// rebuilt on demand. Interned nodes and configurations stay (ids remain valid).
+func (a *arena) trim(maxTables int) {
+	if a.tables <= maxTables {
+		return
+	}
+	clear(a.tabs)
+	a.tables = 0
+}

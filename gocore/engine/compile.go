@@ -1,0 +1,498 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// op is what one program element does.
+type op uint8
+
+const (
+	opChar  op = iota // match one code point of classes[arg]
+	opRef             // call rule arg
+	opToken           // match token id arg (neg: any token but arg)
+	opEnd             // end of an alternative
+)
+
+// elem is one instruction of the flat program. Every alternative of every rule is a
+// run of elems closed by an opEnd, so "the element after this one" is always idx+1.
+type elem struct {
+	op  op
+	neg bool
+	arg int32
+}
+
+// class is a compiled character class.
+type class struct {
+	ranges []gbnf.Range // sorted, merged (adjacent ranges joined)
+	neg    bool
+	ascii  [4]uint32 // membership of code points < 128, negation applied
+}
+
+func (c *class) has(cp rune) bool {
+	if cp < 128 && cp >= 0 {
+		return c.ascii[cp>>5]&(1<<(uint(cp)&31)) != 0
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= cp })
+	in := i < len(rs) && rs[i].Lo <= cp
+	return in != c.neg
+}
+
+// overlaps reports whether some code point in [lo, hi] is in the class.
+func (c *class) overlaps(lo, hi rune) bool {
+	if lo > hi {
+		return false
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= lo })
+	if !c.neg {
+		return i < len(rs) && rs[i].Lo <= hi
+	}
+	// Negated: some point of [lo, hi] lies outside every range. Ranges are merged, so
+	// [lo, hi] is fully covered only if a single range covers it.
+	return !(i < len(rs) && rs[i].Lo <= lo && rs[i].Hi >= hi)
+}
+
+// Grammar is a compiled grammar bound to one Vocabulary. It is immutable once built
+// (its lazily filled caches are safe for concurrent use) and may be shared by any
+// number of Matchers on any goroutines.
+type Grammar struct {
+	vocab Vocabulary
+	size  int
+	trie  *trie
+
+	elems   []elem
+	classes []class
+	rules   [][]int32 // per rule: start index of each alternative
+	ruleOf  []int32   // per elem: the rule it belongs to
+	names   []string  // rule names
+	root    int32
+
+	eog      []int32 // end-of-generation ids < size
+	isEOG    []bool
+	special  []bool
+	hasToken bool // the program has token elements
+
+	opts options
+	lazy *compiledTriggers
+
+	posMu  sync.Mutex
+	slots  map[string]*posSlot // stack prefix -> its context-independent token split
+	local  *arena              // the arena position caches are computed in (posMu)
+	follow [][8]uint32         // per rule: first bytes that may follow it
+}
+
+// options are the settings Compile accepts.
+type options struct {
+	root      string
+	maxStacks int
+	maxWork   int
+	triggers  *Triggers
+}
+
+// Option configures Compile.
+type Option func(*options)
+
+// WithRoot names the start rule (default: the grammar's own Root).
+func WithRoot(name string) Option { return func(o *options) { o.root = name } }
+
+// WithMaxStacks caps how many stacks one state may hold (default 8192). A grammar so
+// ambiguous that it needs more is refused with an error instead of slowing down
+// without bound.
+func WithMaxStacks(n int) Option { return func(o *options) { o.maxStacks = n } }
+
+// WithLazy makes every Matcher of the grammar start inactive: it allows every token
+// and only watches the text until one of the triggers fires (see Triggers).
+func WithLazy(t Triggers) Option {
+	return func(o *options) { c := t; o.triggers = &c }
+}
+
+// CompileError says why a grammar could not be compiled, naming the rule involved.
+type CompileError struct {
+	Rule string // the rule at fault, if any
+	Pos  gbnf.Pos
+	Msg  string
+}
+
+// Error formats the error as "engine: line:col: rule "name": message".
+func (e *CompileError) Error() string {
+	var b strings.Builder
+	b.WriteString("engine: ")
+	if e.Pos.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d: ", e.Pos.Line, e.Pos.Col)
+	}
+	if e.Rule != "" {
+		fmt.Fprintf(&b, "rule %q: ", e.Rule)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Compile turns a parsed grammar into a Grammar for vocabulary v. Named token
+// references (<|eot_id|>) are resolved with v.TokenID. The token trie of v is built
+// once and cached, so compiling many grammars for one vocabulary is cheap.
+func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (gr *Grammar, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gr, err = nil, fmt.Errorf("engine: internal error compiling grammar: %v", r)
+		}
+	}()
+	if g == nil {
+		return nil, &CompileError{Msg: "nil grammar"}
+	}
+	if v == nil {
+		return nil, &CompileError{Msg: "nil vocabulary"}
+	}
+	o := options{maxStacks: 8192}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.maxStacks <= 0 {
+		o.maxStacks = 8192
+	}
+	o.maxWork = 16 * o.maxStacks
+	gr = &Grammar{vocab: v, size: v.Size(), opts: o}
+	if err := gr.build(g); err != nil {
+		return nil, err
+	}
+	if o.triggers != nil {
+		if err := o.triggers.compile(gr); err != nil {
+			return nil, err
+		}
+	}
+	gr.trie = trieFor(v)
+	gr.isEOG = gr.trie.isEOG
+	gr.special = gr.trie.special
+	for id, e := range gr.isEOG {
+		if e {
+			gr.eog = append(gr.eog, int32(id))
+		}
+	}
+	gr.slots = map[string]*posSlot{}
+	gr.local = newArena(gr)
+	gr.computeFollow()
+	// Build the start state once now, so explosive grammars fail here, not later.
+	a := newArena(gr)
+	if a.start(); a.overflow != nil {
+		return nil, a.overflow
+	}
+	return gr, nil
+}
+
+// build flattens the IR into the program and checks it.
+func (gr *Grammar) build(g *gbnf.Grammar) error {
+	n := len(g.Rules)
+	if n == 0 {
+		return &CompileError{Msg: "grammar has no rules"}
+	}
+	gr.root = int32(g.Root)
+	if gr.opts.root != "" {
+		idx, ok := g.Index[gr.opts.root]
+		if !ok {
+			found := false
+			for i, r := range g.Rules {
+				if r.Name == gr.opts.root {
+					idx, found = i, true
+					break
+				}
+			}
+			if !found {
+				return &CompileError{Msg: fmt.Sprintf("root rule %q is not defined", gr.opts.root)}
+			}
+		}
+		gr.root = int32(idx)
+	}
+	if gr.root < 0 || int(gr.root) >= n {
+		return &CompileError{Msg: fmt.Sprintf("root rule index %d out of range (%d rules)", gr.root, n)}
+	}
+	gr.rules = make([][]int32, n)
+	gr.names = make([]string, n)
+	classIdx := map[string]int32{}
+	for ri, r := range g.Rules {
+		gr.names[ri] = r.Name
+		if len(r.Alts) == 0 {
+			return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "rule has no alternatives"}
+		}
+		for _, alt := range r.Alts {
+			gr.rules[ri] = append(gr.rules[ri], int32(len(gr.elems)))
+			for _, e := range alt {
+				switch e.Kind {
+				case gbnf.Char:
+					c := newClass(e.Ranges, e.Negated)
+					key := fmt.Sprint(c.neg, c.ranges)
+					ci, ok := classIdx[key]
+					if !ok {
+						ci = int32(len(gr.classes))
+						classIdx[key] = ci
+						gr.classes = append(gr.classes, c)
+					}
+					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
+				case gbnf.RuleRef:
+					if e.Rule < 0 || e.Rule >= n {
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("reference to undefined rule index %d", e.Rule)}
+					}
+					gr.elems = append(gr.elems, elem{op: opRef, arg: int32(e.Rule)})
+				case gbnf.Token:
+					id := e.Token
+					if e.Name != "" {
+						var ok bool
+						id, ok = gr.vocab.TokenID(e.Name)
+						if !ok {
+							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token %s is not in the vocabulary", e.Name)}
+						}
+					}
+					if id < 0 || id >= gr.size {
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token id %d is outside the vocabulary (size %d)", id, gr.size)}
+					}
+					gr.hasToken = true
+					gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
+				default:
+					return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("unknown element kind %d", e.Kind)}
+				}
+				gr.ruleOf = append(gr.ruleOf, int32(ri))
+			}
+			gr.elems = append(gr.elems, elem{op: opEnd})
+			gr.ruleOf = append(gr.ruleOf, int32(ri))
+		}
+	}
+	if gr.classes == nil {
+		gr.classes = []class{}
+	}
+	return gr.checkLeftRecursion(g)
+}
+
+func newClass(rs []gbnf.Range, neg bool) class {
+	cp := append([]gbnf.Range(nil), rs...)
+	sort.Slice(cp, func(i, j int) bool { return cp[i].Lo < cp[j].Lo })
+	var merged []gbnf.Range
+	for _, r := range cp {
+		if r.Lo > r.Hi {
+			continue
+		}
+		if k := len(merged) - 1; k >= 0 && r.Lo <= merged[k].Hi+1 {
+			if r.Hi > merged[k].Hi {
+				merged[k].Hi = r.Hi
+			}
+			continue
+		}
+		merged = append(merged, r)
+	}
+	c := class{ranges: merged, neg: neg}
+	for ch := rune(0); ch < 128; ch++ {
+		in := false
+		for _, r := range merged {
+			if r.Lo <= ch && ch <= r.Hi {
+				in = true
+				break
+			}
+		}
+		if in != neg {
+			c.ascii[ch>>5] |= 1 << (uint(ch) & 31)
+		}
+	}
+	return c
+}
+
+// checkLeftRecursion refuses grammars whose expansion would never consume input.
+// It refuses any cycle of leftmost calls (through nullable prefixes) in which some
+// call is not a tail call: such a cycle would grow the stack forever. Tail-call-only
+// cycles through nullable rules, as in `root ::= ( [x]* )*`, are harmless: the
+// matcher expands each (position, stack) pair once. gocore/gbnf applies llama.cpp's
+// own check when parsing; this one guards hand-built IR.
+func (gr *Grammar) checkLeftRecursion(g *gbnf.Grammar) error {
+	n := len(gr.rules)
+	var path []int
+	// True nullability, then left calls that are not tail calls.
+	nullable := make([]bool, n)
+	for changed := true; changed; {
+		changed = false
+		for r := 0; r < n; r++ {
+			if nullable[r] {
+				continue
+			}
+			for _, a := range gr.rules[r] {
+				ok := true
+				for i := a; gr.elems[i].op != opEnd; i++ {
+					e := gr.elems[i]
+					if e.op != opRef || !nullable[e.arg] {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					nullable[r] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	type edge struct {
+		to   int32
+		tail bool
+	}
+	edges := make([][]edge, n)
+	for r := 0; r < n; r++ {
+		for _, a := range gr.rules[r] {
+			for i := a; gr.elems[i].op != opEnd; i++ {
+				e := gr.elems[i]
+				if e.op != opRef {
+					break
+				}
+				edges[r] = append(edges[r], edge{e.arg, gr.elems[i+1].op == opEnd})
+				if !nullable[e.arg] {
+					break
+				}
+			}
+		}
+	}
+	// For each non-tail edge r -> s: is r left-reachable from s?
+	seen := make([]int32, n)
+	stamp := int32(0)
+	var reach func(from, target int32) bool
+	reach = func(from, target int32) bool {
+		if from == target {
+			return true
+		}
+		if seen[from] == stamp {
+			return false
+		}
+		seen[from] = stamp
+		for _, e := range edges[from] {
+			if reach(e.to, target) {
+				path = append(path, int(from))
+				return true
+			}
+		}
+		return false
+	}
+	for r := 0; r < n; r++ {
+		for _, e := range edges[r] {
+			if e.tail {
+				continue
+			}
+			stamp++
+			path = path[:0]
+			if reach(e.to, int32(r)) {
+				path = append(path, r)
+				return gr.leftRecursionError(g, append([]int{r}, path...))
+			}
+		}
+	}
+	return nil
+}
+
+func (gr *Grammar) leftRecursionError(g *gbnf.Grammar, path []int) error {
+	names := make([]string, 0, len(path))
+	for i := len(path) - 1; i >= 0; i-- {
+		names = append(names, gr.names[path[i]])
+	}
+	r := path[0]
+	return &CompileError{Rule: gr.names[r], Pos: g.Rules[r].Pos,
+		Msg: "left recursion: " + strings.Join(names, " -> ")}
+}
+
+// computeFollow finds, for every rule, the set of bytes that can start the text
+// after the rule ends (in any context). Position caches use it to reject tokens
+// that leave a rule with a byte nothing could accept.
+func (gr *Grammar) computeFollow() {
+	n := len(gr.rules)
+	// first[r]: first bytes of nonempty strings of r; nullable[r].
+	first := make([][8]uint32, n)
+	nullable := make([]bool, n)
+	elemFirst := func(e elem, dst *[8]uint32) bool { // returns nullable
+		switch e.op {
+		case opChar:
+			c := &gr.classes[e.arg]
+			addClassFirstBytes(c, dst)
+			return false
+		case opRef:
+			for k := range dst {
+				dst[k] |= first[e.arg][k]
+			}
+			return nullable[e.arg]
+		}
+		return false // tokens consume no bytes, but are not empty either
+	}
+	for changed := true; changed; {
+		changed = false
+		for r := 0; r < n; r++ {
+			var f [8]uint32
+			null := false
+			for _, a := range gr.rules[r] {
+				all := true
+				for i := a; gr.elems[i].op != opEnd; i++ {
+					if !elemFirst(gr.elems[i], &f) {
+						all = false
+						break
+					}
+				}
+				if all {
+					null = true
+				}
+			}
+			if f != first[r] || null != nullable[r] {
+				first[r], nullable[r] = f, null
+				changed = true
+			}
+		}
+	}
+	follow := make([][8]uint32, n)
+	for changed := true; changed; {
+		changed = false
+		for r := 0; r < n; r++ {
+			for _, a := range gr.rules[r] {
+				for i := a; gr.elems[i].op != opEnd; i++ {
+					e := gr.elems[i]
+					if e.op != opRef {
+						continue
+					}
+					f := follow[e.arg]
+					restNull := true
+					for j := i + 1; gr.elems[j].op != opEnd; j++ {
+						if !elemFirst(gr.elems[j], &f) {
+							restNull = false
+							break
+						}
+					}
+					if restNull {
+						for k := range f {
+							f[k] |= follow[r][k]
+						}
+					}
+					if f != follow[e.arg] {
+						follow[e.arg] = f
+						changed = true
+					}
+				}
+			}
+		}
+	}
+	gr.follow = follow
+}
+
+// addClassFirstBytes adds every byte that can start the UTF-8 encoding of a code
+// point of c.
+func addClassFirstBytes(c *class, dst *[8]uint32) {
+	for b := 0; b < 128; b++ {
+		if c.has(rune(b)) {
+			dst[b>>5] |= 1 << (uint(b) & 31)
+		}
+	}
+	for b := 0xC2; b <= 0xF4; b++ {
+		p, ok := utf8Start(byte(b))
+		if !ok {
+			continue
+		}
+		lo, hi := p.span()
+		if overlapsValid(c, lo, hi) {
+			dst[b>>5] |= 1 << (uint(b) & 31)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+// Package engine runs grammars: it compiles a parsed GBNF grammar (gocore/gbnf's IR)
+// against a tokenizer's Vocabulary into an immutable Grammar, and steps per-sequence
+// Matchers through generated tokens, filling token masks (uint32 bitsets, bit i of
+// word i/32 for token i) that say which tokens keep the text inside the grammar.
+//
+// The engine is a nondeterministic pushdown automaton over code points, driven one
+// byte at a time: a state is a set of stacks of grammar positions (persistent,
+// interned linked lists that share their tails) plus, per stack, the UTF-8 character
+// it is in the middle of, so a token may end inside a character. Sets of stacks are
+// interned as configurations and their byte transitions memoized, which makes a walk
+// of the token trie cost a table lookup per trie node. For each terminal position the
+// tokens decided by that position alone (accepted inside its rule, or rejected there)
+// are computed once, lazily, per Grammar; at run time only the remaining "uncertain"
+// tokens are walked against the full stacks.
+//
+// The package owns: the compiled program, the token trie (cached per Vocabulary),
+// stacks, masks, rollback, and lazy activation (trigger tokens, words, patterns, and
+// activation after a marker).
+//
+// It must not know about: GBNF syntax (gocore/gbnf parses it), tokenizer file
+// formats (gocore/vocab reads them and implements Vocabulary), sampling, models, or
+// Python. Nothing here panics across the package boundary; failures are error values
+// that say what failed and where.
+package engine

@@ -1,0 +1,200 @@
+package engine
+
+import "slices"
+
+// maskPlan is how to build the mask of one configuration, worked out once per
+// configuration: its stacks grouped by the terminal on top.
+type maskPlan struct {
+	groups  []planGroup
+	partial int32   // configuration of the stacks inside a UTF-8 character, or cfgDead
+	canEnd  bool    // a stack is empty: end-of-generation tokens are allowed
+	pos     []int32 // token ids named by `<[N]>` on top of a stack
+	neg     []int32 // distinct ids N of `!<[N]>` on top of a stack
+}
+
+type planGroup struct {
+	slot *posSlot // the position cache of the stacks' common prefix
+	cfg  int32    // the configuration of just those stacks
+}
+
+func (a *arena) planFor(c int32) *maskPlan {
+	if p := a.cfgs[c].plan; p != nil {
+		return p
+	}
+	p := &maskPlan{}
+	bySlot := map[*posSlot][]entry{}
+	var slots []*posSlot
+	var part []entry
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n <= nodeExit {
+			if n == nodeBottom && e.partial() == 0 {
+				p.canEnd = true
+			}
+			continue
+		}
+		if e.partial() != 0 {
+			part = append(part, e)
+			continue
+		}
+		el := a.nodes[n].elem
+		x := a.g.elems[el]
+		switch x.op {
+		case opChar:
+			s := a.g.slotOf(a, n)
+			if _, ok := bySlot[s]; !ok {
+				slots = append(slots, s)
+			}
+			bySlot[s] = append(bySlot[s], e)
+		case opToken:
+			if x.neg {
+				if !slices.Contains(p.neg, x.arg) {
+					p.neg = append(p.neg, x.arg)
+				}
+			} else if !slices.Contains(p.pos, x.arg) {
+				p.pos = append(p.pos, x.arg)
+			}
+		}
+	}
+	for _, s := range slots {
+		es := bySlot[s]
+		slices.Sort(es)
+		p.groups = append(p.groups, planGroup{slot: s, cfg: a.internCfg(es)})
+	}
+	if len(part) > 0 {
+		p.partial = a.internCfg(part)
+	}
+	a.cfgs[c].plan = p
+	return p
+}
+
+// fillMask writes the mask of configuration c into mask (already zeroed).
+func (m *Matcher) fillMask(c int32, mask []uint32) {
+	g := m.g
+	a := m.fam.a
+	p := a.planFor(c)
+	limit := len(mask) * 32
+	if limit > g.size {
+		limit = g.size
+	}
+	if len(p.neg) > 0 {
+		m.fillAll(mask, limit, false)
+		if len(p.neg) == 1 {
+			n := p.neg[0]
+			if int(n) < limit {
+				mask[n>>5] &^= 1 << (uint32(n) & 31)
+			}
+		}
+	}
+	for _, gr := range p.groups {
+		pc := gr.slot.cache(g)
+		if pc.overflow != nil {
+			m.err = pc.overflow
+		}
+		orWords(mask, pc.accepted)
+		if len(pc.sub) > 1 {
+			m.walk(pc.sub, gr.cfg, mask, limit)
+		}
+	}
+	if p.partial != cfgDead {
+		m.walk(g.trie.nodes, p.partial, mask, limit)
+	}
+	for _, id := range p.pos {
+		if int(id) < limit {
+			mask[id>>5] |= 1 << (uint32(id) & 31)
+		}
+	}
+	if p.canEnd {
+		for _, id := range g.eog {
+			if int(id) < limit {
+				mask[id>>5] |= 1 << (uint32(id) & 31)
+			}
+		}
+	}
+	clearFrom(mask, limit)
+}
+
+// fillAll sets every id below limit; end-of-generation ids only if withEOG.
+func (m *Matcher) fillAll(mask []uint32, limit int, withEOG bool) {
+	full := limit / 32
+	for i := 0; i < full; i++ {
+		mask[i] = ^uint32(0)
+	}
+	if r := limit % 32; r != 0 {
+		mask[full] |= 1<<uint(r) - 1
+	}
+	if !withEOG {
+		for _, id := range m.g.eog {
+			if int(id) < limit {
+				mask[id>>5] &^= 1 << (uint32(id) & 31)
+			}
+		}
+	}
+}
+
+func orWords(dst, src []uint32) {
+	n := min(len(dst), len(src))
+	dst, src = dst[:n], src[:n]
+	for i := range dst {
+		dst[i] |= src[i]
+	}
+}
+
+// clearFrom clears every bit at or above limit.
+func clearFrom(mask []uint32, limit int) {
+	w := limit / 32
+	if w >= len(mask) {
+		return
+	}
+	if r := limit % 32; r != 0 {
+		mask[w] &= 1<<uint(r) - 1
+		w++
+	}
+	clear(mask[w:])
+}
+
+// walk visits a flat trie from configuration start, advancing one byte per node and
+// skipping the subtree of every byte no stack takes; each token whose node is
+// reached alive is set in mask. This is the hot loop: a node costs one memoized
+// transition lookup.
+func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) {
+	a := m.fam.a
+	order := m.g.trie.order
+	st := m.depth
+	st[0] = start
+	n := int32(len(nodes))
+	for i := int32(1); i < n; {
+		nd := &nodes[i]
+		c := st[nd.depth-1]
+		var nx int32
+		if t := a.tabs[c]; t != nil && t[nd.b] != cfgUnknown {
+			nx = t[nd.b]
+		} else {
+			nx = a.stepSlow(c, nd.b)
+		}
+		if nx == cfgDead {
+			i = nd.next
+			continue
+		}
+		st[nd.depth] = nx
+		for k := nd.lo; k < nd.hi; k++ {
+			if id := int(order[k]); id < limit {
+				mask[id>>5] |= 1 << (uint(id) & 31)
+			}
+		}
+		i++
+	}
+}
+
+// walkBytes advances configuration c over bytes; it returns the last live
+// configuration, and the offset of the first byte refused (len(b) if none).
+func (a *arena) walkBytes(c int32, b []byte) (int32, int) {
+	for i, x := range b {
+		nx := a.step(c, x)
+		if nx == cfgDead {
+			return c, i
+		}
+		c = nx
+	}
+	return c, len(b)
+}

@@ -1,0 +1,445 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// family is what a Matcher shares with its clones: the arena of interned stacks and
+// memoized transitions, behind one lock taken once per call.
+type family struct {
+	mu    sync.Mutex
+	a     *arena
+	start int32 // the grammar's start configuration
+	end   int32 // the configuration {empty stack}
+}
+
+// Matcher follows one sequence through a Grammar: it accepts tokens (or raw bytes)
+// and fills token masks. A Matcher and its clones share caches and serialize on a
+// common lock, so they are safe to use from several goroutines, but for parallel
+// rows use separate NewMatcher values (each has its own caches).
+type Matcher struct {
+	g     *Grammar
+	fam   *family
+	cfg   int32
+	hist  []histEntry
+	depth []int32 // walk scratch: configuration per trie depth
+	words []uint32
+	err   error // last internal limit error, see Err
+
+	// lazy mode
+	awaiting bool
+	buf      []byte
+}
+
+type histEntry struct {
+	cfg      int32
+	awaiting bool
+	bufLen   int32
+}
+
+// RejectError says why a token or byte string was refused.
+type RejectError struct {
+	Token  int    // the token id, or -1 for AcceptBytes
+	Text   []byte // the token's bytes (or the bytes given)
+	Offset int    // byte offset in Text where matching failed, -1 if not about a byte
+	Reason string
+}
+
+// Error says which token (and text) was refused and why.
+func (e *RejectError) Error() string {
+	var b strings.Builder
+	if e.Token >= 0 {
+		fmt.Fprintf(&b, "engine: token %d (%s) rejected: ", e.Token, strconv.Quote(string(e.Text)))
+	} else {
+		fmt.Fprintf(&b, "engine: bytes rejected at offset %d: ", e.Offset)
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// NewMatcher returns a Matcher at the start of the grammar (or, for a lazy grammar,
+// awaiting its trigger).
+func (g *Grammar) NewMatcher() *Matcher {
+	a := newArena(g)
+	f := &family{a: a}
+	f.start = a.start()
+	a.out = append(a.out[:0], mkEntry(nodeBottom, 0))
+	f.end = a.internCfg(a.out)
+	m := &Matcher{g: g, fam: f}
+	m.init()
+	m.Reset()
+	return m
+}
+
+func (m *Matcher) init() {
+	m.depth = make([]int32, m.g.trie.maxDepth+2)
+	m.hist = make([]histEntry, 0, 256)
+}
+
+// Vocabulary returns the vocabulary the grammar was compiled for.
+func (g *Grammar) Vocabulary() Vocabulary { return g.vocab }
+
+// Reset returns the matcher to the start of the grammar and forgets its history.
+func (m *Matcher) Reset() {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	m.cfg = m.fam.start
+	m.hist = m.hist[:0]
+	m.buf = m.buf[:0]
+	m.awaiting = m.g.opts.triggers != nil
+	m.err = nil
+}
+
+// Clone returns an independent copy of the matcher's state (history included).
+// The clone shares the original's caches.
+func (m *Matcher) Clone() *Matcher {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	c := &Matcher{g: m.g, fam: m.fam, cfg: m.cfg, awaiting: m.awaiting, err: m.err}
+	c.depth = make([]int32, len(m.depth))
+	c.hist = append(make([]histEntry, 0, max(cap(m.hist), 16)), m.hist...)
+	c.buf = append([]byte(nil), m.buf...)
+	return c
+}
+
+// Err returns the last internal limit error (a state that needed more stacks than
+// the grammar allows), or nil. Masks computed while such an error occurred leave the
+// offending tokens out.
+func (m *Matcher) Err() error { return m.err }
+
+func (m *Matcher) noteErr() {
+	a := m.fam.a
+	if a.overflow != nil {
+		m.err = a.overflow
+		a.overflow = nil
+	}
+}
+
+// CanEnd reports whether the text so far is a complete match of the grammar (so an
+// end-of-generation token is allowed). A lazy matcher still awaiting its trigger can
+// always end.
+func (m *Matcher) CanEnd() bool {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	return m.awaiting || m.fam.a.cfgs[m.cfg].canEnd
+}
+
+// IsDead reports whether no continuation is possible (not even ending). A matcher
+// only gets there through an internal limit error; rejected tokens leave it as it was.
+func (m *Matcher) IsDead() bool {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	return !m.awaiting && m.cfg == cfgDead
+}
+
+// Awaiting reports whether a lazy matcher is still waiting for its trigger.
+func (m *Matcher) Awaiting() bool {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	return m.awaiting
+}
+
+// History is the number of accepted steps that Rollback can undo.
+func (m *Matcher) History() int {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	return len(m.hist)
+}
+
+func (m *Matcher) push() {
+	m.hist = append(m.hist, histEntry{cfg: m.cfg, awaiting: m.awaiting, bufLen: int32(len(m.buf))})
+}
+
+// Rollback undoes the last n accepted steps (AcceptToken and AcceptBytes calls).
+func (m *Matcher) Rollback(n int) error {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	if n < 0 || n > len(m.hist) {
+		return fmt.Errorf("engine: cannot roll back %d steps: %d in history", n, len(m.hist))
+	}
+	if n == 0 {
+		return nil
+	}
+	h := m.hist[len(m.hist)-n]
+	m.hist = m.hist[:len(m.hist)-n]
+	m.cfg, m.awaiting = h.cfg, h.awaiting
+	m.buf = m.buf[:h.bufLen]
+	return nil
+}
+
+// FillMask sets bit i of mask[i/32] (least significant bit first) for every token i
+// the grammar allows next, and clears every other bit. The mask's length sets the
+// width: ids at or above the vocabulary size (padding) are always cleared. Special
+// tokens are allowed only where the grammar names them; end-of-generation tokens
+// exactly when the grammar can end. A lazy matcher awaiting its trigger allows all.
+func (m *Matcher) FillMask(mask []uint32) {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			clear(mask)
+			m.err = fmt.Errorf("engine: internal error filling a mask: %v", r)
+		}
+	}()
+	clear(mask)
+	if m.awaiting {
+		m.fillAll(mask, min(len(mask)*32, m.g.size), true)
+		return
+	}
+	if m.cfg == cfgDead {
+		return
+	}
+	m.fillMask(m.cfg, mask)
+	m.noteErr()
+}
+
+// AllowedTokens appends the ids FillMask would allow to dst and returns it.
+func (m *Matcher) AllowedTokens(dst []int) []int {
+	w := (m.g.size + 31) / 32
+	if cap(m.words) < w {
+		m.words = make([]uint32, w)
+	}
+	m.words = m.words[:w]
+	m.FillMask(m.words)
+	for i, x := range m.words {
+		for x != 0 {
+			b := trailingZeros(x)
+			dst = append(dst, i*32+b)
+			x &= x - 1
+		}
+	}
+	return dst
+}
+
+func trailingZeros(x uint32) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+// IsAllowed reports whether token id may come next (the same answer FillMask
+// gives for it), without changing the matcher.
+func (m *Matcher) IsAllowed(id int) (ok bool) {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			m.err = fmt.Errorf("engine: internal error checking token %d: %v", id, r)
+		}
+	}()
+	if m.awaiting {
+		return id >= 0 && id < m.g.size
+	}
+	nx, _ := m.tokenStep(id, false)
+	m.noteErr()
+	return nx != cfgDead
+}
+
+// tokenStep computes the configuration after token id, or cfgDead and, if explain,
+// the reason.
+func (m *Matcher) tokenStep(id int, explain bool) (int32, *RejectError) {
+	g := m.g
+	if id < 0 || id >= g.size {
+		return cfgDead, &RejectError{Token: id, Offset: -1, Reason: fmt.Sprintf("id outside the vocabulary (size %d)", g.size)}
+	}
+	a := m.fam.a
+	c := m.cfg
+	text := g.vocab.TokenBytes(id)
+	isEOG, special := g.isEOG[id], g.special[id]
+	nx := cfgDead
+	off := -1
+	if !isEOG && !special && len(text) > 0 {
+		var last int32
+		last, off = a.walkBytes(c, text)
+		if off == len(text) {
+			nx = last
+		} else {
+			c = last
+		}
+	}
+	if g.hasToken && a.cfgs[m.cfg].tokTops {
+		if t := a.stepToken(m.cfg, int32(id), isEOG); t != cfgDead {
+			if nx == cfgDead {
+				nx = t
+			} else {
+				nx = a.union(nx, t)
+			}
+		}
+	}
+	if isEOG && a.cfgs[m.cfg].canEnd {
+		if nx == cfgDead {
+			nx = m.fam.end
+		} else {
+			nx = a.union(nx, m.fam.end)
+		}
+	}
+	if nx != cfgDead || !explain {
+		return nx, nil
+	}
+	r := &RejectError{Token: id, Text: text, Offset: -1}
+	switch {
+	case isEOG:
+		r.Reason = "end-of-generation token, but the grammar cannot end here; expected " + m.expected(m.cfg)
+	case special:
+		r.Reason = "special token the grammar does not name here; expected " + m.expected(m.cfg)
+	case len(text) == 0:
+		r.Reason = "token has no text; expected " + m.expected(m.cfg)
+	default:
+		r.Offset = off
+		r.Reason = fmt.Sprintf("byte %d (0x%02x) does not fit the grammar; after %s expected %s",
+			off, text[off], strconv.Quote(string(text[:off])), m.expected(c))
+	}
+	return cfgDead, r
+}
+
+// AcceptToken advances the matcher by token id. A refused token leaves the matcher
+// unchanged and returns a *RejectError naming the token, its text and the reason.
+func (m *Matcher) AcceptToken(id int) (err error) {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	defer m.guard(&err)
+	if m.awaiting {
+		return m.acceptLazy(id)
+	}
+	nx, rej := m.tokenStep(id, true)
+	m.noteErr()
+	if rej != nil {
+		if m.err != nil {
+			rej.Reason += " (" + m.err.Error() + ")"
+		}
+		return rej
+	}
+	m.push()
+	m.cfg = nx
+	m.fam.a.trim(maxTables)
+	return nil
+}
+
+// maxTables bounds a family's memoized transition tables (1 KiB each).
+const maxTables = 1 << 15
+
+// AcceptBytes advances the matcher by raw text, as if generated. A refused text
+// leaves the matcher unchanged and returns a *RejectError with the failing offset.
+// For a lazy matcher still awaiting its trigger, the text is watched for triggers.
+func (m *Matcher) AcceptBytes(b []byte) (err error) {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	defer m.guard(&err)
+	if m.awaiting {
+		return m.watch(b, -1)
+	}
+	nx, err := m.acceptText(m.cfg, b)
+	if err != nil {
+		return err
+	}
+	m.push()
+	m.cfg = nx
+	m.fam.a.trim(maxTables)
+	return nil
+}
+
+func (m *Matcher) acceptText(c int32, b []byte) (int32, error) {
+	a := m.fam.a
+	last, off := a.walkBytes(c, b)
+	m.noteErr()
+	if off < len(b) {
+		reason := fmt.Sprintf("byte 0x%02x does not fit the grammar; expected %s", b[off], m.expected(last))
+		if m.err != nil {
+			reason += " (" + m.err.Error() + ")"
+		}
+		return cfgDead, &RejectError{Token: -1, Text: b, Offset: off, Reason: reason}
+	}
+	return last, nil
+}
+
+// expected describes what configuration c accepts next, briefly.
+func (m *Matcher) expected(c int32) string {
+	a := m.fam.a
+	var parts []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] && len(parts) < 8 {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n == nodeBottom {
+			add("end of text")
+			continue
+		}
+		if n <= nodeExit {
+			continue
+		}
+		el := m.g.elems[a.nodes[n].elem]
+		switch el.op {
+		case opChar:
+			s := describeClass(&m.g.classes[el.arg])
+			if e.partial() != 0 {
+				s += " (continuing a UTF-8 character)"
+			}
+			add(s)
+		case opToken:
+			if el.neg {
+				add(fmt.Sprintf("any token but <[%d]>", el.arg))
+			} else {
+				add(fmt.Sprintf("token <[%d]>", el.arg))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, " or ")
+}
+
+func describeClass(c *class) string {
+	if !c.neg && len(c.ranges) == 1 && c.ranges[0].Lo == c.ranges[0].Hi {
+		return strconv.QuoteRune(c.ranges[0].Lo)
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	if c.neg {
+		b.WriteByte('^')
+	}
+	for _, r := range c.ranges {
+		b.WriteString(escRune(r.Lo))
+		if r.Hi != r.Lo {
+			b.WriteByte('-')
+			b.WriteString(escRune(r.Hi))
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func escRune(r rune) string {
+	q := strconv.QuoteRune(r)
+	return q[1 : len(q)-1]
+}
+
+// Expected describes briefly what the grammar accepts next (for error messages).
+func (m *Matcher) Expected() string {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	if m.awaiting {
+		return "anything (awaiting a trigger)"
+	}
+	return m.expected(m.cfg)
+}
+
+// guard turns a panic inside the engine into an error value for the caller.
+func (m *Matcher) guard(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("engine: internal error: %v", r)
+		m.err = *err
+	}
+}

@@ -1,0 +1,94 @@
+package engine
+
+// partial is the state of a UTF-8 character that has started but not finished: the
+// bits decoded so far, how many continuation bytes remain, and the character's full
+// length (which fixes the smallest code point it may encode, so overlong forms never
+// match). The zero value means "between characters".
+//
+//	bits 0-20: value so far   bits 21-22: bytes remaining   bits 24-26: length
+type partial uint32
+
+func (p partial) value() rune  { return rune(p & 0x1FFFFF) }
+func (p partial) remain() uint { return uint(p>>21) & 3 }
+func (p partial) length() uint { return uint(p>>24) & 7 }
+
+func mkPartial(v rune, remain, length uint) partial {
+	return partial(uint32(v)&0x1FFFFF | uint32(remain)<<21 | uint32(length)<<24)
+}
+
+// utf8Start decodes a lead byte of a multi-byte character.
+func utf8Start(b byte) (partial, bool) {
+	switch {
+	case b >= 0xC2 && b <= 0xDF:
+		return mkPartial(rune(b&0x1F), 1, 2), true
+	case b >= 0xE0 && b <= 0xEF:
+		return mkPartial(rune(b&0x0F), 2, 3), true
+	case b >= 0xF0 && b <= 0xF4:
+		return mkPartial(rune(b&0x07), 3, 4), true
+	}
+	return 0, false
+}
+
+// next adds a continuation byte. done says the character is complete (cp is it);
+// otherwise the new partial state is returned. ok is false for a byte that is not a
+// continuation byte.
+func (p partial) next(b byte) (np partial, cp rune, done, ok bool) {
+	if b&0xC0 != 0x80 {
+		return 0, 0, false, false
+	}
+	v := p.value()<<6 | rune(b&0x3F)
+	r := p.remain() - 1
+	if r == 0 {
+		return 0, v, true, true
+	}
+	return mkPartial(v, r, p.length()), 0, false, true
+}
+
+// span is the range of code points the partial character may still become,
+// limited to what its length can validly encode.
+func (p partial) span() (lo, hi rune) {
+	sh := 6 * p.remain()
+	lo = p.value() << sh
+	hi = lo | (1<<sh - 1)
+	var min rune
+	switch p.length() {
+	case 2:
+		min = 0x80
+	case 3:
+		min = 0x800
+	default:
+		min = 0x10000
+	}
+	if lo < min {
+		lo = min
+	}
+	if hi > 0x10FFFF {
+		hi = 0x10FFFF
+	}
+	return lo, hi
+}
+
+// validFor reports whether cp is a valid (shortest-form, non-surrogate) code point for
+// a character of the given byte length.
+func validFor(cp rune, length uint) bool {
+	switch length {
+	case 2:
+		return cp >= 0x80
+	case 3:
+		return cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)
+	default:
+		return cp >= 0x10000 && cp <= 0x10FFFF
+	}
+}
+
+// overlapsValid reports whether a valid code point in [lo, hi] (surrogates excluded)
+// is in class c.
+func overlapsValid(c *class, lo, hi rune) bool {
+	if lo > hi {
+		return false
+	}
+	if hi < 0xD800 || lo > 0xDFFF {
+		return c.overlaps(lo, hi)
+	}
+	return c.overlaps(lo, min(hi, 0xD7FF)) || c.overlaps(max(lo, 0xE000), hi)
+}

@@ -1,0 +1,158 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/tokenizer"
+	"github.com/tetherlm/tether/tests_go/internal/testdata"
+)
+
+// grammarFile returns one of llama.cpp's example grammars from the conformance data.
+func grammarFile(t testing.TB, name string) string {
+	t.Helper()
+	for _, f := range loadCases(t).GrammarFiles {
+		if f.Name == name {
+			return f.Grammar
+		}
+	}
+	t.Fatalf("grammar file %s not in the conformance data", name)
+	return ""
+}
+
+// llama3Tokens encodes a test document with the real Llama-3 tokenizer.
+func llama3Tokens(t testing.TB, doc string) []int {
+	t.Helper()
+	tok, err := tokenizer.FromFile(testdata.TokenizerFile(t, "llama3", "tokenizer.json"))
+	require.NoError(t, err)
+	defer tok.Close()
+	data, err := os.ReadFile(filepath.Join("testdata", doc))
+	require.NoError(t, err)
+	ids, err := tok.Encode(string(data), false)
+	require.NoError(t, err)
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// stepDoc steps a matcher through ids, filling a mask before each token and checking
+// the token is in it; it returns the time of each mask.
+func stepDoc(t testing.TB, m *engine.Matcher, ids []int, mask []uint32, times []time.Duration) []time.Duration {
+	m.Reset()
+	for step, id := range ids {
+		t0 := time.Now()
+		m.FillMask(mask)
+		times = append(times, time.Since(t0))
+		if mask[id>>5]&(1<<(uint(id)&31)) == 0 {
+			t.Fatalf("step %d: token %d not in mask", step, id)
+		}
+		if err := m.AcceptToken(id); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	return times
+}
+
+func benchDoc(b *testing.B, grammar, doc string) {
+	v := llama3Vocab(b)
+	ids := llama3Tokens(b, doc)
+	gr := compile(b, grammarFile(b, grammar), v)
+	m := gr.NewMatcher()
+	mask := make([]uint32, (v.Size()+31)/32)
+	times := make([]time.Duration, 0, len(ids)*(b.N+1))
+	times = stepDoc(b, m, ids, mask, times) // warm the per-grammar caches
+	times = times[:0]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		times = stepDoc(b, m, ids, mask, times)
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	q := func(p float64) float64 { return float64(times[int(p*float64(len(times)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.5), "p50-µs/mask")
+	b.ReportMetric(q(0.99), "p99-µs/mask")
+	b.ReportMetric(float64(len(ids)), "tokens/op")
+}
+
+// BenchmarkMaskJSON steps json.gbnf through a 2.3 KB JSON document, Llama-3 vocabulary.
+func BenchmarkMaskJSON(b *testing.B) { benchDoc(b, "json.gbnf", "order.json") }
+
+// BenchmarkMaskC steps llama.cpp's c.gbnf through a 1 KB C file, Llama-3 vocabulary.
+func BenchmarkMaskC(b *testing.B) { benchDoc(b, "c.gbnf", "prog.c") }
+
+// TestDocsStepWithLlama3 checks both benchmark documents token by token, cold caches
+// included, and reports the cold and warm mask times.
+func TestDocsStepWithLlama3(t *testing.T) {
+	v := llama3Vocab(t)
+	for _, tc := range []struct{ grammar, doc string }{{"json.gbnf", "order.json"}, {"c.gbnf", "prog.c"}} {
+		t.Run(tc.doc, func(t *testing.T) {
+			ids := llama3Tokens(t, tc.doc)
+			t0 := time.Now()
+			gr := compile(t, grammarFile(t, tc.grammar), v)
+			m := gr.NewMatcher()
+			mask := make([]uint32, (v.Size()+31)/32)
+			m.FillMask(mask)
+			first := time.Since(t0)
+			cold := stepDoc(t, m, ids, mask, nil)
+			warm := stepDoc(t, m, ids, mask, nil)
+			slices.Sort(cold)
+			slices.Sort(warm)
+			t.Logf("%s: %d tokens, compile+first mask %v, cold p50 %v p99 %v max %v, warm p50 %v p99 %v max %v",
+				tc.doc, len(ids), first, cold[len(cold)/2], cold[len(cold)*99/100], cold[len(cold)-1],
+				warm[len(warm)/2], warm[len(warm)*99/100], warm[len(warm)-1])
+		})
+	}
+}
+
+// uncachedVocab hides a vocabulary behind a type that cannot key the engine's trie
+// cache, so every Compile builds the trie afresh.
+type uncachedVocab struct {
+	engine.Vocabulary
+	_ []int // not comparable
+}
+
+// BenchmarkTrieBuild builds the Llama-3 token trie (once per vocabulary in real use).
+func BenchmarkTrieBuild(b *testing.B) {
+	v := uncachedVocab{Vocabulary: llama3Vocab(b)}
+	g, err := gbnf.Parse(`root ::= "a"`)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := engine.Compile(g, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseCompileFirstMask is the start-up cost of a grammar on a vocabulary
+// whose trie is already built: parse json.gbnf, compile, first mask.
+func BenchmarkParseCompileFirstMask(b *testing.B) {
+	v := llama3Vocab(b)
+	engine.Prepare(v)
+	src := grammarFile(b, "json.gbnf")
+	mask := make([]uint32, (v.Size()+31)/32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g, err := gbnf.Parse(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gr, err := engine.Compile(g, v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gr.NewMatcher().FillMask(mask)
+	}
+}

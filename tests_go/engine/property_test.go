@@ -1,0 +1,189 @@
+package engine_test
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// randGrammar writes a random GBNF grammar: a few rules over literals (ASCII and
+// multi-byte), character classes (plain, negated, multi-byte ranges), references
+// (recursive ones only behind a literal) and repetitions.
+func randGrammar(r *rand.Rand) string {
+	lits := []string{"a", "b", "c", "ab", "the", " ", "\\n", "é", "日本", "😀", "{", "\\\"", "1", "12", "x", "in", " t", "ü"}
+	classes := []string{"[a-z]", "[^\"\\n]", "[0-9]", "[à-ÿ]", "[一-龥]", "[^a-z]", "[ -~]", "[a-c]", "[ab]", "[^x]", ".", "[😀-😊]", "[\\x00-\\x7F]"}
+	reps := []string{"*", "+", "?", "{0,3}", "{1,2}", "{2}"}
+	n := 1 + r.Intn(4)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "r%d ::= ", i)
+		alts := 1 + r.Intn(3)
+		for a := 0; a < alts; a++ {
+			if a > 0 {
+				b.WriteString(" | ")
+			}
+			items := 1 + r.Intn(4)
+			guarded := false
+			for k := 0; k < items; k++ {
+				var it string
+				switch x := r.Intn(10); {
+				case x < 4:
+					it = `"` + lits[r.Intn(len(lits))] + `"`
+					guarded = true
+				case x < 7:
+					it = classes[r.Intn(len(classes))]
+					guarded = true
+				case x < 8:
+					j := i + 1 + r.Intn(n)
+					if j >= n {
+						if !guarded {
+							it = `"` + lits[r.Intn(len(lits))] + `"`
+							guarded = true
+							break
+						}
+						j = r.Intn(n)
+					}
+					it = fmt.Sprintf("r%d", j)
+				default:
+					it = "(" + `"` + lits[r.Intn(len(lits))] + `" ` + classes[r.Intn(len(classes))] + ")" + reps[r.Intn(len(reps))]
+				}
+				b.WriteString(it + " ")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestPropertyMaskEqualsBruteForce compares the fast mask with a per-token check on
+// random grammars and random reachable states, with the real Llama-3 vocabulary.
+//
+// The per-token check is IsAllowed (the verdict AcceptToken gives; checked against a
+// real Clone+AcceptToken on a sample of every state). It runs on every token whose
+// first byte the state accepts (AcceptBytes on a clone); a token whose first byte is
+// refused cannot be accepted, and the test checks no such token is in the mask. One
+// state in 25 is checked exhaustively over all 128,256 tokens.
+func TestPropertyMaskEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	size := v.Size()
+	states, grammars := 12000, 150
+	if testing.Short() {
+		states, grammars = 1500, 25
+	}
+	r := rand.New(rand.NewSource(42))
+	// tokens that end inside a UTF-8 character
+	var partialToks []int
+	for id := 0; id < size; id++ {
+		if b := v.TokenBytes(id); len(b) > 0 && !v.IsSpecial(id) && !utf8.Valid(b) {
+			partialToks = append(partialToks, id)
+		}
+	}
+	require.NotEmpty(t, partialToks)
+	mask := make([]uint32, (size+31)/32+1) // one word of padding
+	allowed := make([]int, 0, size)
+	checked, exhaustive, partialStates, disagreements, overflowed := 0, 0, 0, 0, 0
+	perGrammar := states / grammars
+	for gi := 0; checked < states; gi++ {
+		src := randGrammar(r)
+		g, err := gbnf.Parse(src, gbnf.WithRoot("r0"))
+		if err != nil {
+			gi--
+			continue
+		}
+		gr, err := engine.Compile(g, v)
+		if err != nil {
+			gi--
+			continue
+		}
+		m := gr.NewMatcher()
+		for s := 0; s < perGrammar && checked < states; s++ {
+			m.FillMask(mask)
+			allowed = allowed[:0]
+			for id := 0; id < len(mask)*32; id++ {
+				if mask[id>>5]&(1<<(uint(id)&31)) != 0 {
+					require.Less(t, id, size, "padding id %d set", id)
+					allowed = append(allowed, id)
+				}
+			}
+			// viable first bytes
+			var viable [256]bool
+			for b := 0; b < 256; b++ {
+				c := m.Clone()
+				viable[b] = c.AcceptBytes([]byte{byte(b)}) == nil
+			}
+			full := s%25 == 0
+			var bad []string
+			for id := 0; id < size; id++ {
+				tb := v.TokenBytes(id)
+				inMask := mask[id>>5]&(1<<(uint(id)&31)) != 0
+				var want bool
+				if full || len(tb) == 0 || v.IsSpecial(id) || v.IsEOG(id) || viable[tb[0]] {
+					want = m.IsAllowed(id)
+				} else {
+					want = false
+				}
+				if inMask != want {
+					bad = append(bad, fmt.Sprintf("token %d %q: mask %v, brute force %v", id, tb, inMask, want))
+				}
+			}
+			if m.Err() != nil {
+				// Too ambiguous to follow (the stack cap): tokens that overflow are
+				// refused, and the mask and the per-token check may see the overflow
+				// at different tokens. Such grammars end with an error, by design.
+				overflowed++
+				break
+			}
+			if len(bad) > 0 {
+				disagreements += len(bad)
+				t.Fatalf("grammar:\n%s\nstate %d: %d disagreements, first: %v", src, s, len(bad), bad[:min(5, len(bad))])
+			}
+			// IsAllowed agrees with a real clone + accept, on a sample.
+			for k := 0; k < 20; k++ {
+				id := r.Intn(size)
+				if k < 5 && len(allowed) > 0 {
+					id = allowed[r.Intn(len(allowed))]
+				}
+				c := m.Clone()
+				err := c.AcceptToken(id)
+				require.Equal(t, m.IsAllowed(id), err == nil && !c.IsDead(), "token %d", id)
+			}
+			checked++
+			if full {
+				exhaustive++
+			}
+			// next state: a random allowed token, often one ending inside a character
+			if len(allowed) == 0 {
+				m.Reset()
+				continue
+			}
+			next := allowed[r.Intn(len(allowed))]
+			if r.Intn(3) == 0 {
+				for k := 0; k < 50; k++ {
+					id := partialToks[r.Intn(len(partialToks))]
+					if mask[id>>5]&(1<<(uint(id)&31)) != 0 {
+						next = id
+						break
+					}
+				}
+			}
+			if v.IsEOG(next) || r.Intn(40) == 0 {
+				m.Reset()
+				continue
+			}
+			require.NoError(t, m.AcceptToken(next))
+			if !utf8.Valid(v.TokenBytes(next)) {
+				partialStates++
+			}
+		}
+	}
+	t.Logf("%d states checked (%d exhaustively over all %d tokens), %d reached by a token ending inside a UTF-8 character; %d disagreements; %d grammars stopped at the stack cap",
+		checked, exhaustive, size, partialStates, disagreements, overflowed)
+	require.GreaterOrEqual(t, checked, states)
+}
