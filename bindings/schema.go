@@ -1,0 +1,85 @@
+package bindings
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tetherlm/tether/gocore/safecall"
+	"github.com/tetherlm/tether/gocore/schema"
+)
+
+// schemaOptions is the JSON form of the converter's options that python/tether sends.
+type schemaOptions struct {
+	Whitespace    string `json:"whitespace"`
+	Lenient       bool   `json:"lenient"`
+	StrictObjects bool   `json:"strict_objects"`
+}
+
+// SchemaToGBNF converts a JSON Schema (JSON text) to GBNF. optionsJSON holds
+// {"whitespace": "flexible"|"compact"|"bounded", "lenient": bool, "strict_objects": bool}.
+// It returns {"grammar": "...", "ignored": [{"keyword", "pointer", "reason"}]}.
+func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
+	return safecall.Do("SchemaToGBNF", func() (string, error) {
+		var o schemaOptions
+		if optionsJSON != "" {
+			if err := json.Unmarshal([]byte(optionsJSON), &o); err != nil {
+				return "", fmt.Errorf("schema options: %v", err)
+			}
+		}
+		var opts []schema.Option
+		if o.Whitespace != "" {
+			ws, ok := schema.ParseWhitespace(o.Whitespace)
+			if !ok {
+				return "", fmt.Errorf("schema options: whitespace %q is not one of flexible, compact, bounded", o.Whitespace)
+			}
+			opts = append(opts, schema.WithWhitespace(ws))
+		}
+		if o.Lenient {
+			opts = append(opts, schema.Lenient())
+		}
+		if o.StrictObjects {
+			opts = append(opts, schema.StrictObjects())
+		}
+		g, ignored, err := schema.FromJSONSchema([]byte(schemaJSON), opts...)
+		if err != nil {
+			return "", schemaError(err)
+		}
+		type ign struct {
+			Keyword string `json:"keyword"`
+			Pointer string `json:"pointer"`
+			Reason  string `json:"reason"`
+		}
+		out := struct {
+			Grammar string `json:"grammar"`
+			Ignored []ign  `json:"ignored"`
+		}{Grammar: g, Ignored: []ign{}}
+		for _, i := range ignored {
+			out.Ignored = append(out.Ignored, ign{i.Keyword, i.Pointer, i.Reason})
+		}
+		b, err := json.Marshal(out)
+		return string(b), err
+	})
+}
+
+// RegexToGBNF converts a regular expression (Go RE2 syntax, matched in full) to GBNF.
+func RegexToGBNF(pattern string) (string, error) {
+	return safecall.Do("RegexToGBNF", func() (string, error) {
+		g, err := schema.FromRegex(pattern)
+		if err != nil {
+			return "", structured{Kind: "grammar", Message: err.Error()}.encode()
+		}
+		return g, nil
+	})
+}
+
+// schemaError makes Python raise SchemaError with the keyword and JSON pointer.
+func schemaError(err error) error {
+	s := structured{Kind: "schema", Message: err.Error()}
+	var se *schema.SchemaError
+	if errors.As(err, &se) {
+		ptr := se.Pointer
+		s.Keyword, s.Pointer = se.Keyword, &ptr
+	}
+	return s.encode()
+}

@@ -1,0 +1,684 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FromJSONSchema converts a JSON Schema document into GBNF text whose root rule
+// accepts JSON texts of instances the schema accepts (see the package doc for
+// where the grammar is narrower). Keywords that cannot be enforced fail the
+// conversion with a *SchemaError, or, with Lenient, are listed in ignored.
+func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ignored, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			grammar, ignored, err = "", nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	doc, err := decodeJSON(schema)
+	if err != nil {
+		return "", nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
+	}
+	c := &conv{root: doc, refs: map[string]string{}, b: newBuilder()}
+	c.cfg = newConfig(opts)
+	c.b.cfg = c.cfg
+	expr, err := c.visit(doc, "", "root")
+	if err != nil {
+		return "", nil, err
+	}
+	if expr == "" {
+		expr = `""`
+	}
+	c.b.define("root", expr)
+	if c.b.size > maxGrammarBytes {
+		return "", nil, &SchemaError{Msg: fmt.Sprintf("the grammar would exceed %d bytes", maxGrammarBytes)}
+	}
+	// The grammar is not re-parsed here (that would double the cost): by
+	// construction it has no left recursion (see ref) and its repetitions stay
+	// within gbnf's limits; the fuzz target checks that it always parses.
+	return c.b.text("root"), c.ignored, nil
+}
+
+// conv is the state of one conversion.
+type conv struct {
+	cfg     config
+	root    any
+	b       *builder
+	refs    map[string]string // JSON pointer of a $ref target -> its rule
+	ignored []Ignored
+	depth   int
+	// leftEdge holds the $ref targets being converted at whose start no text
+	// has been matched yet: reaching one again there is left recursion.
+	leftEdge map[string]bool
+}
+
+func (c *conv) errorf(keyword, ptr, format string, args ...any) error {
+	return &SchemaError{Keyword: keyword, Pointer: ptr, Msg: fmt.Sprintf(format, args...)}
+}
+
+// unsupported reports a keyword the grammar cannot enforce: an error, or with
+// Lenient an entry in ignored (and nil).
+func (c *conv) unsupported(keyword, ptr, reason string) error {
+	if c.cfg.lenient {
+		for _, ig := range c.ignored {
+			if ig.Keyword == keyword && ig.Pointer == ptr {
+				return nil
+			}
+		}
+		c.ignored = append(c.ignored, Ignored{Keyword: keyword, Pointer: ptr, Reason: reason})
+		return nil
+	}
+	return c.errorf(keyword, ptr, "%s", reason)
+}
+
+func (c *conv) ws() string { return primRef(c.b, "ws") }
+
+// inside runs f after an opening "{" or "[": references reached there are no
+// longer at the left edge of the rules that contain them.
+func (c *conv) inside(f func() error) error {
+	saved := c.leftEdge
+	c.leftEdge = nil
+	err := f()
+	c.leftEdge = saved
+	return err
+}
+
+// maxDepth bounds the nesting of schemas the converter follows.
+const maxDepth = 200
+
+// visit converts a schema (object or boolean) and returns a GBNF expression.
+func (c *conv) visit(s any, ptr, hint string) (string, error) {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > maxDepth {
+		return "", c.errorf("", ptr, "schemas nest deeper than %d", maxDepth)
+	}
+	if c.b.size > maxGrammarBytes {
+		return "", c.errorf("", ptr, "the grammar would exceed %d bytes", maxGrammarBytes)
+	}
+	switch v := s.(type) {
+	case bool:
+		if v {
+			return primRef(c.b, "value"), nil
+		}
+		return "", c.errorf("", ptr, "the schema false accepts nothing")
+	case *object:
+		if isPureRef(v) {
+			return c.ref(v, ptr, hint)
+		}
+		o, err := c.flatten(v, ptr, 0)
+		if err != nil {
+			return "", err
+		}
+		return c.visitFlat(o, ptr, hint)
+	}
+	return "", c.errorf("", ptr, "a schema must be an object or a boolean, not %s", jsonKind(s))
+}
+
+// annotations are keywords that never constrain an instance.
+var annotations = map[string]bool{
+	"title": true, "description": true, "default": true, "examples": true, "example": true,
+	"$schema": true, "$id": true, "id": true, "$comment": true, "readOnly": true, "writeOnly": true,
+	"deprecated": true, "$anchor": true, "$dynamicAnchor": true, "$vocabulary": true,
+	"definitions": true, "$defs": true, "contentEncoding": true, "contentMediaType": true,
+	"contentSchema": true, "discriminator": true,
+}
+
+// isConstraining reports whether keyword k can constrain instances (as opposed
+// to annotations and unknown vocabulary).
+func isConstraining(k string) bool {
+	if familyOf(k) != "" {
+		return true
+	}
+	switch k {
+	case "type", "enum", "const", "allOf", "anyOf", "oneOf", "$ref", "nullable", "format",
+		"not", "if", "then", "else", "$dynamicRef", "$recursiveRef":
+		return true
+	}
+	return strings.HasPrefix(k, "\x00")
+}
+
+// isPureRef: a $ref with nothing else that constrains.
+func isPureRef(o *object) bool {
+	if _, ok := o.get("$ref"); !ok {
+		return false
+	}
+	for _, k := range o.keys {
+		if k != "$ref" && isConstraining(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// ref returns the rule of a $ref target, converting it the first time.
+func (c *conv) ref(o *object, ptr, hint string) (string, error) {
+	target, tptr, err := c.resolve(o, ptr)
+	if err != nil {
+		return "", err
+	}
+	if name, ok := c.refs[tptr]; ok {
+		if c.leftEdge[tptr] {
+			return "", c.errorf("$ref", ptr, "the reference #%s leads back to itself before any text is matched (left recursion)", tptr)
+		}
+		return name, nil
+	}
+	base := tptr
+	if i := strings.LastIndexByte(tptr, '/'); i >= 0 {
+		base = tptr[i+1:]
+	}
+	if base == "" {
+		base = "ref"
+	}
+	name := c.b.reserve(base)
+	c.refs[tptr] = name
+	if c.leftEdge == nil {
+		c.leftEdge = map[string]bool{}
+	}
+	c.leftEdge[tptr] = true
+	expr, err := c.visit(target, tptr, name)
+	delete(c.leftEdge, tptr)
+	if err != nil {
+		return "", err
+	}
+	if expr == name || expr == "" {
+		return "", c.errorf("$ref", ptr, "the reference #%s refers only to itself", tptr)
+	}
+	c.b.define(name, expr)
+	return name, nil
+}
+
+// resolve follows the $ref of o to the value it names and its pointer.
+func (c *conv) resolve(o *object, ptr string) (any, string, error) {
+	rv, _ := o.get("$ref")
+	ref, ok := rv.(string)
+	if !ok {
+		return nil, "", c.errorf("$ref", ptr, "must be a string")
+	}
+	i := strings.IndexByte(ref, '#')
+	if i < 0 || i > 0 {
+		return nil, "", c.errorf("$ref", ptr, "only references inside this document (#/...) are supported, not %q", ref)
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return nil, "", c.errorf("$ref", ptr, "bad reference %q: %v", ref, err)
+	}
+	if frag != "" && frag[0] != '/' {
+		return nil, "", c.errorf("$ref", ptr, "anchor references (%q) are not supported; use a JSON pointer", ref)
+	}
+	cur := c.root
+	if frag != "" {
+		for _, seg := range strings.Split(frag[1:], "/") {
+			seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+			switch v := cur.(type) {
+			case *object:
+				next, ok := v.get(seg)
+				if !ok {
+					return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
+				}
+				cur = next
+			case []any:
+				n, err := strconv.Atoi(seg)
+				if err != nil || n < 0 || n >= len(v) {
+					return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
+				}
+				cur = v[n]
+			default:
+				return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
+			}
+		}
+	}
+	return cur, frag, nil
+}
+
+// escPtr escapes one JSON pointer segment.
+func escPtr(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// maxFlatten bounds the chain of $ref and allOf that flatten inlines.
+const maxFlatten = 24
+
+// flatten inlines $ref (beside other keywords) and allOf into one object, and
+// rewrites draft-specific spellings (items as an array, boolean exclusive
+// bounds) into the 2020-12 ones.
+func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
+	if depth > maxFlatten {
+		return nil, c.errorf("$ref", ptr, "$ref and allOf nest more than %d deep (a recursive reference combined with other keywords?)", maxFlatten)
+	}
+	res := normalize(o)
+	res.del("$ref")
+	res.del("allOf")
+	var err error
+	if _, ok := o.get("$ref"); ok {
+		t, tptr, err := c.resolve(o, ptr)
+		if err != nil {
+			return nil, err
+		}
+		switch t := t.(type) {
+		case bool:
+			if !t {
+				return nil, c.errorf("$ref", ptr, "refers to the schema false, which accepts nothing")
+			}
+		case *object:
+			ft, err := c.flatten(t, tptr, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if res, err = c.merge(ft, res, ptr); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, c.errorf("$ref", ptr, "refers to %s, which is not a schema", jsonKind(t))
+		}
+	}
+	if av, ok := o.get("allOf"); ok {
+		subs, ok := av.([]any)
+		if !ok {
+			return nil, c.errorf("allOf", ptr, "must be an array of schemas")
+		}
+		for i, s := range subs {
+			sp := ptr + "/allOf/" + strconv.Itoa(i)
+			switch s := s.(type) {
+			case bool:
+				if !s {
+					return nil, c.errorf("allOf", sp, "the schema false accepts nothing")
+				}
+			case *object:
+				fs, err := c.flatten(s, sp, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				if res, err = c.merge(res, fs, sp); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, c.errorf("allOf", sp, "a schema must be an object or a boolean")
+			}
+		}
+	}
+	return res, err
+}
+
+// normalize returns a copy of o with draft 4-7 spellings rewritten.
+func normalize(o *object) *object {
+	r := o.clone()
+	if it, ok := r.get("items"); ok {
+		if arr, ok := it.([]any); ok {
+			r.del("items")
+			r.set("prefixItems", arr)
+			if ai, ok := r.get("additionalItems"); ok {
+				r.set("items", ai)
+			}
+		}
+	}
+	r.del("additionalItems")
+	if pi, ok := r.get("prefixItems"); ok {
+		if _, isArr := pi.([]any); !isArr {
+			// llama.cpp reads a schema-valued prefixItems as items
+			r.del("prefixItems")
+			if _, has := r.get("items"); !has {
+				r.set("items", pi)
+			}
+		}
+	}
+	for _, kw := range [][2]string{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
+		if v, ok := r.get(kw[0]); ok {
+			if bv, isBool := v.(bool); isBool {
+				r.del(kw[0])
+				if bv {
+					if m, ok := r.get(kw[1]); ok {
+						r.del(kw[1])
+						r.set(kw[0], m)
+					}
+				}
+			}
+		}
+	}
+	if u, ok := r.get("unevaluatedProperties"); ok {
+		r.del("unevaluatedProperties")
+		if _, has := r.get("additionalProperties"); !has {
+			r.set("additionalProperties", u)
+		}
+	}
+	if u, ok := r.get("unevaluatedItems"); ok {
+		r.del("unevaluatedItems")
+		if _, has := r.get("items"); !has {
+			r.set("items", u)
+		}
+	}
+	return r
+}
+
+// allOfSchema is a schema requiring both a and b (nil means no constraint).
+func allOfSchema(a, b any) any {
+	switch {
+	case a == nil || a == true:
+		return b
+	case b == nil || b == true:
+		return a
+	case a == false || b == false:
+		return false
+	}
+	if valueKey(a) == valueKey(b) {
+		return a
+	}
+	o := newObject()
+	o.set("allOf", []any{a, b})
+	return o
+}
+
+// group is one anyOf or oneOf: an instance must match one branch (oneOf: exactly one).
+type altGroup struct {
+	one      bool
+	branches []any
+	ptr      string
+}
+
+const groupsKey = "\x00groups"
+const conflictKey = "\x00conflict"
+
+// merge combines two flattened schemas into one that accepts exactly the
+// instances both accept (or records a conflict that visitFlat reports).
+func (c *conv) merge(a, b *object, ptr string) (*object, error) {
+	out := a.clone()
+	conflict := func(k string) {
+		if _, ok := out.get(conflictKey); !ok {
+			out.set(conflictKey, k+"\x00"+ptr)
+		}
+	}
+	for _, k := range b.keys {
+		bv := b.vals[k]
+		av, ok := out.get(k)
+		switch k {
+		case "properties", "patternProperties", "additionalProperties":
+			continue // mergeObject
+		case "anyOf", "oneOf":
+			if arr, ok := bv.([]any); ok {
+				gs, _ := out.get(groupsKey)
+				list, _ := gs.([]altGroup)
+				out.set(groupsKey, append(append([]altGroup(nil), list...), altGroup{one: k == "oneOf", branches: arr, ptr: ptr + "/" + k}))
+			} else {
+				conflict(k)
+			}
+			continue
+		case groupsKey:
+			gs, _ := out.get(groupsKey)
+			list, _ := gs.([]altGroup)
+			out.set(groupsKey, append(append([]altGroup(nil), list...), bv.([]altGroup)...))
+			continue
+		}
+		if !ok {
+			out.set(k, bv)
+			continue
+		}
+		if valueKey(av) == valueKey(bv) {
+			continue
+		}
+		switch k {
+		case "type":
+			at, bt := typeList(av), typeList(bv)
+			if at == nil || bt == nil {
+				conflict(k)
+				continue
+			}
+			out.set(k, toAny(intersectTypes(at, bt)))
+		case "required":
+			ar, _ := av.([]any)
+			br, _ := bv.([]any)
+			seen := map[string]bool{}
+			var u []any
+			for _, x := range append(append([]any{}, ar...), br...) {
+				if s, ok := x.(string); ok && !seen[s] {
+					seen[s] = true
+					u = append(u, s)
+				}
+			}
+			out.set(k, u)
+		case "enum":
+			ae, _ := av.([]any)
+			be, _ := bv.([]any)
+			keys := map[string]bool{}
+			for _, x := range be {
+				keys[valueKey(x)] = true
+			}
+			var in []any
+			for _, x := range ae {
+				if keys[valueKey(x)] {
+					in = append(in, x)
+				}
+			}
+			out.set(k, append([]any{}, in...))
+		case "const":
+			out.set("enum", []any{}) // two different constants: nothing matches
+		case "minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties":
+			if numLess(av, bv) {
+				out.set(k, bv)
+			}
+		case "maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties":
+			if numLess(bv, av) {
+				out.set(k, bv)
+			}
+		case "items", "propertyNames":
+			out.set(k, allOfSchema(av, bv))
+		case "prefixItems":
+			ap, _ := av.([]any)
+			bp, _ := bv.([]any)
+			ai, _ := a.get("items")
+			bi, _ := b.get("items")
+			n := max(len(ap), len(bp))
+			m := make([]any, n)
+			for i := range n {
+				x, y := ai, bi
+				if i < len(ap) {
+					x = ap[i]
+				}
+				if i < len(bp) {
+					y = bp[i]
+				}
+				m[i] = allOfSchema(x, y)
+			}
+			out.set(k, m)
+		case "nullable":
+			out.set(k, av == true && bv == true)
+		case "uniqueItems":
+			out.set(k, av == true || bv == true)
+		default:
+			if isConstraining(k) {
+				conflict(k)
+			}
+		}
+	}
+	// an items schema on a side without prefixItems applies to every position
+	if pv, ok := out.get("prefixItems"); ok {
+		pre, _ := pv.([]any)
+		pre = append([]any(nil), pre...)
+		for _, side := range []*object{a, b} {
+			it, hasItems := side.get("items")
+			if _, hasPre := side.get("prefixItems"); hasItems && !hasPre {
+				for i := range pre {
+					pre[i] = allOfSchema(pre[i], it)
+				}
+			}
+		}
+		out.set("prefixItems", pre)
+	}
+	if err := c.mergeObject(a, b, out, ptr); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeObject combines properties, patternProperties and additionalProperties:
+// a property named on one side only must satisfy what the other side says of
+// unnamed properties.
+func (c *conv) mergeObject(a, b, out *object, ptr string) error {
+	ap, _ := a.get("properties")
+	bp, _ := b.get("properties")
+	apat, aHasPat := a.get("patternProperties")
+	bpat, bHasPat := b.get("patternProperties")
+	aadd, aHasAdd := a.get("additionalProperties")
+	badd, bHasAdd := b.get("additionalProperties")
+	if !aHasPat && !bHasPat && !aHasAdd && !bHasAdd && (ap == nil || bp == nil) {
+		if bp != nil {
+			out.set("properties", bp)
+		}
+		return nil
+	}
+	if (aHasPat && (bHasPat || bHasAdd && badd != true)) || (bHasPat && aHasAdd && aadd != true) {
+		if valueKey(apat) != valueKey(bpat) || valueKey(aadd) != valueKey(badd) {
+			out.set(conflictKey, "patternProperties\x00"+ptr)
+			return nil
+		}
+	}
+	apo, _ := ap.(*object)
+	bpo, _ := bp.(*object)
+	props := newObject()
+	var names []string
+	if apo != nil {
+		names = append(names, apo.keys...)
+	}
+	if bpo != nil {
+		for _, k := range bpo.keys {
+			if !apo.has(k) {
+				names = append(names, k)
+			}
+		}
+	}
+	for _, n := range names {
+		sa, ina := apo.get(n)
+		sb, inb := bpo.get(n)
+		var err error
+		if !ina {
+			if sa, err = c.unnamedSchema(a, n, ptr); err != nil {
+				return err
+			}
+		}
+		if !inb {
+			if sb, err = c.unnamedSchema(b, n, ptr); err != nil {
+				return err
+			}
+		}
+		m := allOfSchema(sa, sb)
+		if m == nil {
+			m = true
+		}
+		props.set(n, m)
+	}
+	if len(names) > 0 {
+		out.set("properties", props)
+	}
+	if bHasPat {
+		out.set("patternProperties", bpat)
+	}
+	if aHasAdd && bHasAdd {
+		out.set("additionalProperties", allOfSchema(aadd, badd))
+	} else if bHasAdd {
+		out.set("additionalProperties", badd)
+	}
+	return nil
+}
+
+// unnamedSchema is what schema o requires of property name when it does not
+// list it: the matching patternProperties, else additionalProperties (nil: nothing).
+func (c *conv) unnamedSchema(o *object, name, ptr string) (any, error) {
+	if pp, ok := o.get("patternProperties"); ok {
+		ppo, _ := pp.(*object)
+		var s any
+		matched := false
+		for _, p := range ppo.keys {
+			re, err := ecmaRegexp(p)
+			if err != nil {
+				return nil, c.errorf("patternProperties", ptr, "pattern %q: %v", p, err)
+			}
+			if re.MatchString(name) {
+				matched = true
+				s = allOfSchema(s, ppo.vals[p])
+			}
+		}
+		if matched {
+			return s, nil
+		}
+	}
+	if ad, ok := o.get("additionalProperties"); ok {
+		return ad, nil
+	}
+	return nil, nil
+}
+
+// typeList reads a "type" value (nil if malformed).
+func typeList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		out := []string{}
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	return nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// intersectTypes intersects two type lists; integer is a subset of number.
+func intersectTypes(a, b []string) []string {
+	has := func(l []string, t string) bool {
+		for _, x := range l {
+			if x == t {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, t := range a {
+		switch {
+		case has(b, t):
+			out = append(out, t)
+		case t == "number" && has(b, "integer"), t == "integer" && has(b, "number"):
+			if !has(out, "integer") {
+				out = append(out, "integer")
+			}
+		}
+	}
+	return out
+}
+
+// numLess compares two JSON numbers (false if either is not one).
+func numLess(a, b any) bool {
+	an, ok1 := a.(json.Number)
+	bn, ok2 := b.(json.Number)
+	if !ok1 || !ok2 {
+		return false
+	}
+	ar, ok1 := ratOf(an)
+	br, ok2 := ratOf(bn)
+	return ok1 && ok2 && ar.Cmp(br) < 0
+}
+
+// sortedKeys is a helper for deterministic output.
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,455 @@
+package schema
+
+import (
+	"sort"
+	"strconv"
+)
+
+// maxPropertyCount bounds minProperties/maxProperties that are enforced by
+// counting (the grammar grows with properties x count).
+const maxPropertyCount = 64
+
+type namedProp struct {
+	name     string
+	schema   any
+	required bool
+	ptr      string
+}
+
+// objectExpr: properties (in the schema's order), required, additionalProperties,
+// patternProperties, propertyNames, minProperties, maxProperties.
+func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
+	var props *object
+	if pv, ok := o.get("properties"); ok {
+		po, ok := pv.(*object)
+		if !ok {
+			return "", c.errorf("properties", ptr, "must be an object")
+		}
+		props = po
+	}
+	required := map[string]bool{}
+	var reqOrder []string
+	if rv, ok := o.get("required"); ok {
+		arr, ok := rv.([]any)
+		if !ok {
+			return "", c.errorf("required", ptr, "must be an array of strings")
+		}
+		for _, v := range arr {
+			s, ok := v.(string)
+			if !ok {
+				return "", c.errorf("required", ptr, "must be an array of strings")
+			}
+			if !required[s] {
+				required[s] = true
+				reqOrder = append(reqOrder, s)
+			}
+		}
+	}
+	addl, hasAddl := o.get("additionalProperties")
+	if !hasAddl {
+		addl = !c.cfg.strictObjects
+	}
+	var patterns *object
+	if pv, ok := o.get("patternProperties"); ok {
+		po, ok := pv.(*object)
+		if !ok {
+			return "", c.errorf("patternProperties", ptr, "must be an object")
+		}
+		if len(po.keys) > 0 {
+			patterns = po
+		}
+	}
+	propNames, hasPropNames := o.get("propertyNames")
+
+	// named properties
+	var named []namedProp
+	seen := map[string]bool{}
+	if props != nil {
+		for _, n := range props.keys {
+			named = append(named, namedProp{n, props.vals[n], required[n], ptr + "/properties/" + escPtr(n)})
+			seen[n] = true
+		}
+	}
+	for _, n := range reqOrder {
+		if !seen[n] {
+			var s any = addl
+			if patterns != nil {
+				s = nil
+				matched := false
+				for _, p := range patterns.keys {
+					if re, err := ecmaRegexp(p); err == nil && re.MatchString(n) {
+						s, matched = allOfSchema(s, patterns.vals[p]), true
+					}
+				}
+				if !matched {
+					s = addl
+				}
+				if s == nil {
+					s = true
+				}
+			}
+			named = append(named, namedProp{n, s, true, ptr + "/required"})
+		}
+	}
+	// patterns must not match named properties (their values would need both schemas)
+	if patterns != nil {
+		for _, np := range named {
+			for _, p := range patterns.keys {
+				re, err := ecmaRegexp(p)
+				if err != nil {
+					if uerr := c.unsupported("patternProperties", ptr, "pattern "+strconv.Quote(p)+": "+err.Error()); uerr != nil {
+						return "", uerr
+					}
+					continue
+				}
+				if re.MatchString(np.name) {
+					if err := c.unsupported("patternProperties", ptr, "pattern "+strconv.Quote(p)+" also matches the named property "+strconv.Quote(np.name)); err != nil {
+						return "", err
+					}
+				}
+			}
+		}
+	}
+	// propertyNames: named properties whose names it rejects cannot appear
+	if hasPropNames && propNames != true {
+		var keep []namedProp
+		for _, np := range named {
+			ok, decided := c.checkName(propNames, np.name)
+			if !decided {
+				if err := c.unsupported("propertyNames", ptr, "cannot check property names against this schema"); err != nil {
+					return "", err
+				}
+				ok = true
+			}
+			if ok {
+				keep = append(keep, np)
+			} else if np.required {
+				return "", c.unsatf("propertyNames", ptr, "the required property %q has a name propertyNames rejects", np.name)
+			}
+		}
+		named = keep
+	}
+
+	// every listed name stays out of the additional keys, even one whose schema
+	// accepts nothing (it may then not appear at all)
+	allNames := make([]string, len(named))
+	for i, np := range named {
+		allNames[i] = np.name
+	}
+	ws := c.ws()
+	var kvs []string
+	var kept []namedProp
+	for _, np := range named {
+		if np.schema == false {
+			if np.required {
+				return "", c.unsatf("required", ptr, "the required property %q is not allowed", np.name)
+			}
+			continue
+		}
+		v, err := c.visit(np.schema, np.ptr, hint+"-"+np.name)
+		if err != nil {
+			if isUnsat(err) && !np.required {
+				continue
+			}
+			return "", err
+		}
+		kvs = append(kvs, seq(lit(jsonQuote(np.name)), ws, lit(":"), ws, v))
+		kept = append(kept, np)
+	}
+	named = kept
+
+	// additional properties: a key grammar and a value grammar
+	addKV := ""
+	switch {
+	case patterns != nil:
+		// keys matching a pattern; other unnamed keys are left out (narrower, sound)
+		var keyAlts []string
+		var vs any
+		for _, p := range patterns.keys {
+			body, err := c.patternBody(p, 0, -1, ptr+"/patternProperties")
+			if err != nil {
+				return "", err
+			}
+			keyAlts = append(keyAlts, seq(lit(`"`), body, lit(`"`)))
+			vs = allOfSchema(vs, patterns.vals[p])
+		}
+		if vs == nil {
+			vs = true
+		}
+		if hasPropNames && propNames != true {
+			break // cannot intersect key patterns with propertyNames: leave them out
+		}
+		v, err := c.visit(vs, ptr+"/patternProperties", hint+"-pattern")
+		if err != nil {
+			if !isUnsat(err) {
+				return "", err
+			}
+			break
+		}
+		key := c.named(hint+"-pkey", alt(keyAlts))
+		addKV = seq(key, ws, lit(":"), ws, v)
+	case addl == false:
+	default:
+		var key string
+		if hasPropNames && propNames != true {
+			if len(allNames) > 0 {
+				break // would need names that propertyNames accepts minus the named ones
+			}
+			pn := propNames
+			if pno, ok := pn.(*object); ok {
+				m := pno.clone()
+				m.set("type", "string")
+				pn = m
+			}
+			k, err := c.visit(pn, ptr+"/propertyNames", hint+"-name")
+			if err != nil {
+				if !isUnsat(err) {
+					return "", err
+				}
+				break
+			}
+			key = k
+		} else if len(allNames) == 0 {
+			key = primRef(c.b, "string")
+		} else {
+			key = c.keyExcept(allNames, hint)
+		}
+		v, err := c.visit(addl, ptr+"/additionalProperties", hint+"-additional")
+		if err != nil {
+			if !isUnsat(err) {
+				return "", err
+			}
+			break
+		}
+		addKV = seq(key, ws, lit(":"), ws, v)
+	}
+
+	// counts
+	minP, err := c.countKeyword(o, "minProperties", ptr, 0)
+	if err != nil {
+		return "", err
+	}
+	maxP, err := c.countKeyword(o, "maxProperties", ptr, -1)
+	if err != nil {
+		return "", err
+	}
+	nreq := 0
+	for _, np := range named {
+		if np.required {
+			nreq++
+		}
+	}
+	if minP <= nreq {
+		minP = 0
+	}
+	if maxP >= 0 && addKV == "" && maxP >= len(named) {
+		maxP = -1
+	}
+	cnt := max(1, minP, maxP)
+	if cnt > maxPropertyCount {
+		return "", c.errorf("maxProperties", ptr, "minProperties/maxProperties above %d cannot be enforced here", maxPropertyCount)
+	}
+	if kvs == nil && addKV != "" {
+		kvs = []string{}
+	}
+	ob := &objBuilder{c: c, named: named, kvs: kvs, addKV: addKV, minP: minP, maxP: maxP, cnt: cnt,
+		memo: map[[2]int]objState{}, hint: hint}
+	body, ok := ob.state(0, 0)
+	if !ok {
+		return "", c.unsatf("minProperties", ptr, "no object satisfies the property counts")
+	}
+	return c.named(hint, seq(lit("{"), ws, body, lit("}"))), nil
+}
+
+type objState struct {
+	expr string
+	ok   bool
+}
+
+// objBuilder writes the properties after the i-th named one, having written n
+// so far (n capped at cnt): a chain of rules linear in the number of
+// properties (times the count cap), however many are optional.
+type objBuilder struct {
+	c          *conv
+	named      []namedProp
+	kvs        []string
+	addKV      string
+	minP, maxP int
+	cnt        int
+	memo       map[[2]int]objState
+	hint       string
+}
+
+func (ob *objBuilder) state(i, n int) (string, bool) {
+	key := [2]int{i, n}
+	if s, ok := ob.memo[key]; ok {
+		return s.expr, s.ok
+	}
+	expr, ok := ob.build(i, n)
+	if ok && len(expr) > 48 && i < len(ob.named) {
+		expr = ob.c.b.rule(ob.hint+"-p"+strconv.Itoa(i), expr)
+	}
+	ob.memo[key] = objState{expr, ok}
+	return expr, ok
+}
+
+func (ob *objBuilder) build(i, n int) (string, bool) {
+	ws := ob.c.ws()
+	comma := seq(lit(","), ws)
+	if i == len(ob.named) {
+		lo := max(0, ob.minP-n)
+		hi := -1
+		if ob.maxP >= 0 {
+			hi = ob.maxP - n
+		}
+		if ob.addKV == "" || hi == 0 {
+			if lo > 0 {
+				return "", false
+			}
+			return "", true
+		}
+		if n == 0 {
+			h := hi
+			if h > 0 {
+				h--
+			}
+			x := seq(ob.addKV, ws, repeat(seq(comma, ob.addKV, ws), max(lo-1, 0), h))
+			if lo == 0 {
+				return opt(x), true
+			}
+			return x, true
+		}
+		return repeat(seq(comma, ob.addKV, ws), lo, hi), true
+	}
+	np := ob.named[i]
+	var alts []string
+	if ob.maxP < 0 || n < ob.maxP {
+		if next, ok := ob.state(i+1, min(n+1, ob.cnt)); ok {
+			sep := ""
+			if n > 0 {
+				sep = comma
+			}
+			alts = append(alts, seq(sep, ob.kvs[i], ws, next))
+		}
+	}
+	absent := ""
+	absentOK := false
+	if !np.required {
+		absent, absentOK = ob.state(i+1, n)
+	}
+	switch {
+	case len(alts) == 0 && !absentOK:
+		return "", false
+	case len(alts) == 0:
+		return absent, true
+	case !absentOK:
+		return alts[0], true
+	case absent == "":
+		return opt(alts[0]), true
+	}
+	return "(" + alts[0] + " | " + absent + ")", true
+}
+
+// checkName reports whether a property name satisfies a propertyNames schema.
+func (c *conv) checkName(s any, name string) (ok, decided bool) {
+	switch s := s.(type) {
+	case bool:
+		return s, true
+	case *object:
+		f, err := c.flatten(s, "", 0)
+		if err != nil {
+			return false, false
+		}
+		for _, k := range f.keys {
+			if isConstraining(k) && k != "type" && !stringKeywords[k] && k != "enum" && k != "const" {
+				return false, false
+			}
+		}
+		if vals, has := c.constValues(f); has {
+			found := false
+			for _, v := range vals {
+				if v == name {
+					found = true
+				}
+			}
+			if !found {
+				return false, true
+			}
+		}
+		if tv, ok := f.get("type"); ok {
+			tl := typeList(tv)
+			if !hasType(tl, "string") {
+				return false, true
+			}
+		}
+		return c.checkValue(name, f)
+	}
+	return false, false
+}
+
+// keyExcept is the grammar of a JSON string (canonical spelling) that is none of
+// names: a trie of the names, where each node may end (unless a name ends
+// there) or continue with a character no name continues with.
+func (c *conv) keyExcept(names []string, hint string) string {
+	type node struct {
+		kids map[rune]*node
+		end  bool
+	}
+	root := &node{kids: map[rune]*node{}}
+	for _, n := range names {
+		cur := root
+		for _, r := range n {
+			nx, ok := cur.kids[r]
+			if !ok {
+				nx = &node{kids: map[rune]*node{}}
+				cur.kids[r] = nx
+			}
+			cur = nx
+		}
+		cur.end = true
+	}
+	krest := primRef(c.b, "krest")
+	var write func(n *node) string
+	write = func(n *node) string {
+		var alts []string
+		if !n.end {
+			alts = append(alts, lit(`"`))
+		}
+		runes := make([]rune, 0, len(n.kids))
+		for r := range n.kids {
+			runes = append(runes, r)
+		}
+		sort.Slice(runes, func(i, j int) bool { return runes[i] < runes[j] })
+		var plain []rng
+		specials := map[rune]bool{}
+		for _, r := range runes {
+			alts = append(alts, seq(group(jsonRuneExpr(r)), write(n.kids[r])))
+			if isJSONSpecial(r) {
+				specials[r] = true
+			} else {
+				plain = append(plain, rng{r, r})
+			}
+		}
+		// any other character, then anything
+		excl := normRanges(append(plain, jsonSpecialRanges...))
+		var other []string
+		other = append(other, class(subRanges(excl, surrogates), true))
+		if len(specials) == 0 {
+			other = append(other, primRef(c.b, "kesc"))
+		} else {
+			for r := rune(0); r < 0x20; r++ {
+				if !specials[r] {
+					other = append(other, jsonRuneExpr(r))
+				}
+			}
+			for _, r := range []rune{'"', '\\'} {
+				if !specials[r] {
+					other = append(other, jsonRuneExpr(r))
+				}
+			}
+		}
+		alts = append(alts, seq("("+alt(other)+")", krest))
+		return c.b.rule("k", alt(alts))
+	}
+	return seq(lit(`"`), write(root))
+}

@@ -1,0 +1,85 @@
+package schema
+
+// Whitespace says what the grammar allows between the tokens of a JSON text.
+type Whitespace uint8
+
+const (
+	// Flexible allows JSON's own whitespace, [ \t\n\r]*, between tokens.
+	Flexible Whitespace = iota
+	// Compact allows no whitespace at all.
+	Compact
+	// Bounded allows a single space, or one or two newlines followed by at most
+	// 20 spaces or tabs (llama.cpp's rule), so that a model cannot loop on
+	// whitespace.
+	Bounded
+)
+
+// String is the name the CLI uses for w.
+func (w Whitespace) String() string {
+	switch w {
+	case Compact:
+		return "compact"
+	case Bounded:
+		return "bounded"
+	}
+	return "flexible"
+}
+
+// ParseWhitespace reads "flexible", "compact" or "bounded".
+func ParseWhitespace(s string) (Whitespace, bool) {
+	switch s {
+	case "flexible", "":
+		return Flexible, true
+	case "compact":
+		return Compact, true
+	case "bounded":
+		return Bounded, true
+	}
+	return Flexible, false
+}
+
+// An Option configures FromJSONSchema and FromRegex.
+type Option func(*config)
+
+type config struct {
+	ws            Whitespace
+	lenient       bool
+	strictObjects bool
+	llamaCompat   bool
+	maxIntDigits  int // 0: unbounded
+}
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithWhitespace sets the whitespace mode (default Flexible). FromRegex ignores it.
+func WithWhitespace(w Whitespace) Option { return func(c *config) { c.ws = w } }
+
+// Lenient makes keywords that cannot be enforced be ignored (and reported in the
+// returned []Ignored) instead of failing the conversion. The grammar may then
+// accept instances the schema rejects.
+func Lenient() Option { return func(c *config) { c.lenient = true } }
+
+// StrictObjects makes an object schema without "additionalProperties" forbid
+// properties it does not list, as llama.cpp's converter does (the JSON Schema
+// default allows them). An explicit "additionalProperties" still wins.
+func StrictObjects() Option { return func(c *config) { c.strictObjects = true } }
+
+// LlamaCppCompat reads schemas as llama.cpp's json-schema-to-grammar does, for
+// its test vectors: StrictObjects, the empty schema {} stands for any JSON
+// object, and integers have at most 16 digits. Every choice narrows the
+// grammar, so it stays sound.
+func LlamaCppCompat() Option {
+	return func(c *config) {
+		c.strictObjects = true
+		c.llamaCompat = true
+		c.maxIntDigits = 16
+	}
+}

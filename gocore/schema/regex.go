@@ -1,0 +1,365 @@
+package schema
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"strings"
+	"unicode"
+)
+
+// FromRegex converts a regular expression into GBNF text whose root accepts
+// exactly the strings the pattern matches in full, as
+// regexp.MatchString("^(?:"+pattern+")$") would. The pattern is parsed by Go's
+// regexp/syntax with Perl flags, so its syntax is Go's (RE2): lookarounds and
+// backreferences do not exist there and are reported as such. ^ and $ (and \A,
+// \z) are allowed at the start and end of the pattern or of its top-level
+// alternatives, where they are redundant; anywhere else, and for \b and \B, the
+// conversion fails with a *RegexError. Options other than none are ignored.
+func FromRegex(pattern string, opts ...Option) (grammar string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			grammar, err = "", &RegexError{Pattern: pattern, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	re, err := parseRegex(pattern, pattern)
+	if err != nil {
+		return "", err
+	}
+	b := newBuilder()
+	rc := &regexConv{b: b, pattern: pattern}
+	body, err := rc.top(re, true)
+	if err != nil {
+		return "", err
+	}
+	b.used["root"] = true
+	b.define("root", body)
+	g := b.text("root")
+	if err := checkGrammar(g); err != nil {
+		return "", &RegexError{Pattern: pattern, Msg: err.Error()}
+	}
+	return g, nil
+}
+
+// parseRegex parses a Go-syntax pattern; orig is what the user wrote (for errors).
+func parseRegex(goPattern, orig string) (*syntax.Regexp, error) {
+	re, err := syntax.Parse(goPattern, syntax.Perl)
+	if err != nil {
+		msg := err.Error()
+		switch {
+		case strings.Contains(goPattern, "(?=") || strings.Contains(goPattern, "(?!") ||
+			strings.Contains(goPattern, "(?<=") || strings.Contains(goPattern, "(?<!"):
+			msg = "lookaround assertions ((?=...), (?!...), (?<=...), (?<!...)) cannot be expressed in a grammar (" + msg + ")"
+		case hasBackref(goPattern):
+			msg = "backreferences (\\1, \\k<name>) cannot be expressed in a grammar (" + msg + ")"
+		}
+		return nil, &RegexError{Pattern: orig, Msg: msg}
+	}
+	return re, nil
+}
+
+func hasBackref(p string) bool {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] == '\\' {
+			if c := p[i+1]; c >= '1' && c <= '9' || c == 'k' {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// regexConv writes the GBNF for one parsed regex. In json mode the grammar
+// describes the content of a JSON string whose decoded value the regex matches:
+// each code point is written in canonical JSON form (see jsonEscapeRune), with
+// control characters also accepted in their other escaped spelling.
+type regexConv struct {
+	b       *builder
+	pattern string
+	json    bool
+	size    int // estimated expanded size, bounded by maxRegexSize
+}
+
+// maxRegexSize bounds the expansion of nested repetitions (elements).
+const maxRegexSize = 1 << 17
+
+func (rc *regexConv) errorf(format string, args ...any) error {
+	return &RegexError{Pattern: rc.pattern, Msg: fmt.Sprintf(format, args...)}
+}
+
+// top converts a whole pattern. With full set, the pattern must match the whole
+// text (FromRegex); otherwise (JSON Schema "pattern") it may match anywhere, so
+// every top-level alternative not anchored at an end gets any text on that side.
+func (rc *regexConv) top(re *syntax.Regexp, full bool) (string, error) {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	branches := []*syntax.Regexp{re}
+	if re.Op == syntax.OpAlternate {
+		branches = re.Sub
+	}
+	var alts []string
+	for _, br := range branches {
+		parts := []*syntax.Regexp{br}
+		if br.Op == syntax.OpConcat {
+			parts = br.Sub
+		}
+		begin, end := full, full
+		for len(parts) > 0 && isBegin(parts[0]) {
+			begin, parts = true, parts[1:]
+		}
+		for len(parts) > 0 && isEnd(parts[len(parts)-1]) {
+			end, parts = true, parts[:len(parts)-1]
+		}
+		var xs []string
+		if !begin {
+			xs = append(xs, rc.anyText())
+		}
+		for _, p := range parts {
+			x, _, err := rc.conv(p, 1)
+			if err != nil {
+				return "", err
+			}
+			xs = append(xs, x)
+		}
+		if !end {
+			xs = append(xs, rc.anyText())
+		}
+		s := seq(xs...)
+		if s == "" {
+			s = `""`
+		}
+		alts = append(alts, s)
+	}
+	return alt(alts), nil
+}
+
+func isBegin(re *syntax.Regexp) bool {
+	return re.Op == syntax.OpBeginText || re.Op == syntax.OpBeginLine
+}
+
+func isEnd(re *syntax.Regexp) bool {
+	return re.Op == syntax.OpEndText || re.Op == syntax.OpEndLine
+}
+
+// anyText is any run of characters (JSON string content in json mode).
+func (rc *regexConv) anyText() string {
+	if rc.json {
+		return primRef(rc.b, "char") + "*"
+	}
+	return class(subRanges([]rng{{0, unicode.MaxRune}}, surrogates), false) + "*"
+}
+
+// conv converts one node; mult is the product of the repetition counts around
+// it, used to bound the expansion. It returns an expression safe to use as one
+// item of a sequence.
+func (rc *regexConv) conv(re *syntax.Regexp, mult int) (string, int, error) {
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return noMatch, 1, nil
+	case syntax.OpEmptyMatch:
+		return `""`, 1, nil
+	case syntax.OpLiteral:
+		var xs []string
+		if re.Flags&syntax.FoldCase != 0 {
+			for _, r := range re.Rune {
+				xs = append(xs, rc.classExpr(foldRanges(r)))
+			}
+		} else if rc.json {
+			var sb strings.Builder
+			for _, r := range re.Rune {
+				if isJSONSpecial(r) {
+					if sb.Len() > 0 {
+						xs = append(xs, lit(sb.String()))
+						sb.Reset()
+					}
+					xs = append(xs, group(jsonRuneExpr(r)))
+					continue
+				}
+				sb.WriteRune(r)
+			}
+			if sb.Len() > 0 {
+				xs = append(xs, lit(sb.String()))
+			}
+		} else {
+			xs = append(xs, lit(string(re.Rune)))
+		}
+		if err := rc.grow(len(re.Rune), mult); err != nil {
+			return "", 0, err
+		}
+		return seqGroup(xs), len(re.Rune), nil
+	case syntax.OpCharClass:
+		var rs []rng
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			rs = append(rs, rng{re.Rune[i], re.Rune[i+1]})
+		}
+		if err := rc.grow(1, mult); err != nil {
+			return "", 0, err
+		}
+		return rc.classExpr(normRanges(rs)), 1, nil
+	case syntax.OpAnyCharNotNL:
+		return rc.classExpr([]rng{{0, '\n' - 1}, {'\n' + 1, unicode.MaxRune}}), 1, nil
+	case syntax.OpAnyChar:
+		return rc.classExpr([]rng{{0, unicode.MaxRune}}), 1, nil
+	case syntax.OpBeginLine, syntax.OpBeginText:
+		return "", 0, rc.errorf("the start anchor (^ or \\A) is supported only at the start of the pattern")
+	case syntax.OpEndLine, syntax.OpEndText:
+		return "", 0, rc.errorf("the end anchor ($ or \\z) is supported only at the end of the pattern")
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return "", 0, rc.errorf("word boundaries (\\b, \\B) cannot be expressed in a grammar")
+	case syntax.OpCapture:
+		return rc.conv(re.Sub[0], mult)
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+		x, n, err := rc.conv(re.Sub[0], mult)
+		if err != nil {
+			return "", 0, err
+		}
+		switch re.Op {
+		case syntax.OpStar:
+			return repeat(x, 0, -1), n, nil
+		case syntax.OpPlus:
+			return repeat(x, 1, -1), n, nil
+		}
+		return repeat(x, 0, 1), n, nil
+	case syntax.OpRepeat:
+		hi := re.Max
+		count := max(re.Min, hi)
+		if hi < 0 {
+			count = re.Min + 1
+		}
+		if count > 0 && mult > maxRegexSize/count {
+			return "", 0, rc.errorf("repetitions nest too deeply: the grammar would be too large")
+		}
+		x, n, err := rc.conv(re.Sub[0], mult*max(count, 1))
+		if err != nil {
+			return "", 0, err
+		}
+		if x == `""` {
+			return x, 0, nil
+		}
+		return repeat(x, re.Min, hi), n * count, nil
+	case syntax.OpConcat:
+		var xs []string
+		total := 0
+		for _, s := range re.Sub {
+			x, n, err := rc.conv(s, mult)
+			if err != nil {
+				return "", 0, err
+			}
+			if x != `""` {
+				xs = append(xs, x)
+			}
+			total += n
+		}
+		if len(xs) == 0 {
+			return `""`, 0, nil
+		}
+		return seqGroup(xs), total, nil
+	case syntax.OpAlternate:
+		var xs []string
+		total := 0
+		for _, s := range re.Sub {
+			x, n, err := rc.conv(s, mult)
+			if err != nil {
+				return "", 0, err
+			}
+			xs = append(xs, x)
+			total += n
+		}
+		return "(" + alt(xs) + ")", total, nil
+	}
+	return "", 0, rc.errorf("unsupported regex operator %v", re.Op)
+}
+
+func (rc *regexConv) grow(n, mult int) error {
+	rc.size += n * mult
+	if rc.size > maxRegexSize {
+		return rc.errorf("the grammar would be too large (nested or long repetitions)")
+	}
+	return nil
+}
+
+// seqGroup joins a sequence and parenthesizes it when it has several items.
+func seqGroup(xs []string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return "(" + strings.Join(xs, " ") + ")"
+}
+
+// noMatch is an expression that matches nothing.
+const noMatch = `[^\x00-\U0010FFFF]`
+
+// surrogates are not code points a grammar can match.
+var surrogates = []rng{{0xD800, 0xDFFF}}
+
+// classExpr writes a set of code points: in raw mode one class; in json mode the
+// unescaped part as a class plus each character that JSON must escape, escaped.
+func (rc *regexConv) classExpr(rs []rng) string {
+	rs = subRanges(rs, surrogates)
+	if len(rs) == 0 {
+		return noMatch
+	}
+	if !rc.json {
+		return class(rs, false)
+	}
+	plain := subRanges(rs, jsonSpecialRanges)
+	var alts []string
+	if len(plain) > 0 {
+		alts = append(alts, class(plain, false))
+	}
+	special := interRanges(rs, jsonSpecialRanges)
+	if len(special) > 0 && len(subRanges(jsonSpecialRanges, special)) == 0 {
+		alts = append(alts, primRef(rc.b, "esc"))
+	} else {
+		for _, r := range special {
+			for c := r.lo; c <= r.hi; c++ {
+				alts = append(alts, jsonRuneExpr(c))
+			}
+		}
+	}
+	if len(alts) == 1 {
+		return group(alts[0])
+	}
+	return "(" + alt(alts) + ")"
+}
+
+// jsonSpecialRanges are the code points JSON strings must escape.
+var jsonSpecialRanges = []rng{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}
+
+func isJSONSpecial(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }
+
+// jsonRuneExpr is the GBNF for code point r inside a JSON string: its canonical
+// spelling, and for control characters also the other escaped one.
+func jsonRuneExpr(r rune) string {
+	if !isJSONSpecial(r) {
+		return lit(string(r))
+	}
+	hexLo := fmt.Sprintf("%04x", r)
+	u := lit(`\u`+hexLo[:3]) + " " + hexClass(hexLo[3])
+	switch r {
+	case '"':
+		return lit(`\"`)
+	case '\\':
+		return lit(`\\`)
+	case '\b', '\f', '\n', '\r', '\t':
+		return lit(jsonEscapeRune(r)) + " | " + u
+	}
+	return u
+}
+
+func hexClass(c byte) string {
+	if c >= 'a' && c <= 'f' {
+		return "[" + string(c) + string(c-'a'+'A') + "]"
+	}
+	return lit(string(c))
+}
+
+// foldRanges is the case-folding orbit of r.
+func foldRanges(r rune) []rng {
+	rs := []rng{{r, r}}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		rs = append(rs, rng{f, f})
+	}
+	return normRanges(rs)
+}

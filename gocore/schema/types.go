@@ -1,0 +1,927 @@
+package schema
+
+import (
+	"encoding/json"
+	"math/big"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+func (c *conv) unsatf(keyword, ptr, format string, args ...any) error {
+	e := c.errorf(keyword, ptr, format, args...).(*SchemaError)
+	e.unsat = true
+	return e
+}
+
+func isUnsat(err error) bool {
+	e, ok := err.(*SchemaError)
+	return ok && e.unsat
+}
+
+// named makes expr a rule of its own (named after hint) unless it is atomic.
+func (c *conv) named(hint, expr string) string {
+	if isAtom(expr) {
+		return expr
+	}
+	return c.b.rule(hint, expr)
+}
+
+// visitFlat converts a flattened schema (no $ref beside other keywords, no allOf).
+func (c *conv) visitFlat(o *object, ptr, hint string) (string, error) {
+	if cv, ok := o.get(conflictKey); ok {
+		parts := strings.SplitN(cv.(string), "\x00", 2)
+		if err := c.unsupported(parts[0], parts[1], "allOf (or $ref with siblings) combines values of this keyword that cannot be enforced together"); err != nil {
+			return "", err
+		}
+		o = o.clone()
+		o.del(conflictKey)
+	}
+	var groups []altGroup
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if v, ok := o.get(k); ok {
+			arr, ok := v.([]any)
+			if !ok || len(arr) == 0 {
+				return "", c.errorf(k, ptr, "must be a non-empty array of schemas")
+			}
+			groups = append(groups, altGroup{one: k == "oneOf", branches: arr, ptr: ptr + "/" + k})
+		}
+	}
+	if gv, ok := o.get(groupsKey); ok {
+		groups = append(groups, gv.([]altGroup)...)
+	}
+	if len(groups) > 0 {
+		base := o.clone()
+		base.del("anyOf")
+		base.del("oneOf")
+		base.del(groupsKey)
+		return c.visitGroups(base, groups, ptr, hint)
+	}
+
+	if c.cfg.llamaCompat && len(o.keys) == 0 {
+		return primRef(c.b, "object"), nil // llama.cpp reads {} as any object
+	}
+	types, err := c.types(o, ptr)
+	if err != nil {
+		return "", err
+	}
+	if nv, ok := o.get("not"); ok {
+		if excluded, all, ok := notTypes(nv); ok {
+			if all {
+				return "", c.unsatf("not", ptr, "not {} accepts nothing")
+			}
+			if types, ok = removeTypes(types, excluded); ok {
+				if len(types) == 0 {
+					return "", c.unsatf("not", ptr, "not excludes every allowed type")
+				}
+				o = o.clone()
+				o.del("not")
+			}
+		}
+	}
+	if o.has("enum") || o.has("const") {
+		return c.enumExpr(o, types, ptr, hint)
+	}
+	if err := c.checkUnsupported(o, types, ptr); err != nil {
+		return "", err
+	}
+	var alts []string
+	var firstErr error
+	for _, t := range types {
+		x, err := c.typeExpr(t, o, ptr, hint)
+		if err != nil {
+			if isUnsat(err) {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			return "", err
+		}
+		alts = append(alts, x)
+	}
+	if len(alts) == 0 {
+		if firstErr != nil {
+			return "", firstErr
+		}
+		return "", c.unsatf("type", ptr, "no type is allowed")
+	}
+	return c.named(hint, alt(alts)), nil
+}
+
+// types lists the types an instance may have: "type" (plus null with nullable),
+// else the types the schema's keywords are about, else all. integer is dropped
+// when number is present.
+func (c *conv) types(o *object, ptr string) ([]string, error) {
+	var list []string
+	if tv, ok := o.get("type"); ok {
+		list = typeList(tv)
+		if list == nil {
+			return nil, c.errorf("type", ptr, "must be a type name or an array of type names")
+		}
+		for _, t := range list {
+			if !validType(t) {
+				return nil, c.errorf("type", ptr, "unknown type %q (expected one of %s)", t, strings.Join(allTypes, ", "))
+			}
+		}
+		if o.vals["nullable"] == true {
+			list = append(list, "null")
+		}
+	} else if c.cfg.llamaCompat && len(o.keys) == 0 {
+		list = []string{"object"}
+	} else {
+		fams := map[string]bool{}
+		for _, k := range o.keys {
+			if f := familyOf(k); f != "" {
+				fams[f] = true
+			}
+		}
+		if f, ok := o.vals["format"].(string); ok && isStringFormat(f) {
+			fams["string"] = true
+		}
+		for _, t := range allTypes {
+			if fams[t] {
+				list = append(list, t)
+			}
+		}
+		if len(list) == 0 {
+			list = allTypes
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range list {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	if seen["number"] && seen["integer"] {
+		var x []string
+		for _, t := range out {
+			if t != "integer" {
+				x = append(x, t)
+			}
+		}
+		out = x
+	}
+	if len(out) == 0 {
+		return nil, c.unsatf("type", ptr, "no type is allowed (the types of allOf branches do not intersect)")
+	}
+	return out, nil
+}
+
+func hasType(types []string, t string) bool {
+	for _, x := range types {
+		if x == t || t == "number" && x == "integer" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkUnsupported fails (or, leniently, records) keywords that constrain the
+// allowed types and that a grammar cannot enforce.
+func (c *conv) checkUnsupported(o *object, types []string, ptr string) error {
+	for _, k := range o.keys {
+		v := o.vals[k]
+		var reason string
+		switch k {
+		case "not":
+			reason = "negation (not) cannot be expressed in a grammar"
+		case "if":
+			if o.has("then") || o.has("else") {
+				reason = "conditional schemas (if/then/else) cannot be enforced by a grammar"
+			}
+		case "$dynamicRef", "$recursiveRef":
+			reason = "dynamic references are not supported"
+		case "dependentRequired", "dependentSchemas", "dependencies":
+			if vo, ok := v.(*object); hasType(types, "object") && (!ok || len(vo.keys) > 0) {
+				reason = "dependencies between properties are not supported"
+			}
+		case "contains", "minContains", "maxContains":
+			if hasType(types, "array") && k == "contains" {
+				reason = "contains cannot be enforced together with items"
+			}
+		case "uniqueItems":
+			if v == true && hasType(types, "array") {
+				if mx, ok := intKeyword(o, "maxItems"); !ok || mx > 1 {
+					reason = "uniqueItems cannot be enforced by a grammar"
+				}
+			}
+		}
+		if reason != "" {
+			if err := c.unsupported(k, ptr, reason); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// intKeyword reads a non-negative integer keyword.
+func intKeyword(o *object, k string) (int, bool) {
+	v, ok := o.get(k)
+	if !ok {
+		return 0, false
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	r, ok := ratOf(n)
+	if !ok || !r.IsInt() || r.Sign() < 0 {
+		return 0, false
+	}
+	if !r.Num().IsInt64() || r.Num().Int64() > 1<<30 {
+		return 1 << 30, true
+	}
+	return int(r.Num().Int64()), true
+}
+
+// countKeyword reads a count keyword such as minLength, checking its type.
+func (c *conv) countKeyword(o *object, k, ptr string, def int) (int, error) {
+	if !o.has(k) {
+		return def, nil
+	}
+	n, ok := intKeyword(o, k)
+	if !ok {
+		return 0, c.errorf(k, ptr, "must be a non-negative integer")
+	}
+	return n, nil
+}
+
+func (c *conv) typeExpr(t string, o *object, ptr, hint string) (string, error) {
+	switch t {
+	case "null":
+		return primRef(c.b, "null"), nil
+	case "boolean":
+		return primRef(c.b, "boolean"), nil
+	case "integer":
+		return c.numberExpr(o, ptr, true)
+	case "number":
+		return c.numberExpr(o, ptr, false)
+	case "string":
+		return c.stringExpr(o, ptr)
+	case "array", "object":
+		var x string
+		err := c.inside(func() (err error) {
+			if t == "array" {
+				x, err = c.arrayExpr(o, ptr, hint)
+			} else {
+				x, err = c.objectExpr(o, ptr, hint)
+			}
+			return err
+		})
+		return x, err
+	}
+	return "", c.errorf("type", ptr, "unknown type %q", t)
+}
+
+// ---- enum and const ----
+
+func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, error) {
+	var vals []any
+	kw := "enum"
+	if ev, ok := o.get("enum"); ok {
+		arr, ok := ev.([]any)
+		if !ok {
+			return "", c.errorf("enum", ptr, "must be an array")
+		}
+		vals = arr
+	}
+	if cv, ok := o.get("const"); ok {
+		kw = "const"
+		if o.has("enum") {
+			var keep []any
+			for _, v := range vals {
+				if valueKey(v) == valueKey(cv) {
+					keep = append(keep, v)
+				}
+			}
+			vals = keep
+		} else {
+			vals = []any{cv}
+		}
+	}
+	var kinds []string
+	for _, v := range vals {
+		kinds = append(kinds, jsonKind(v))
+	}
+	if err := c.checkUnsupported(o, kinds, ptr); err != nil {
+		return "", err
+	}
+	seen := map[string]bool{}
+	var alts []string
+	for _, v := range vals {
+		k := jsonKind(v)
+		if !hasType(types, k) && !(k == "integer" && hasType(types, "number")) {
+			continue
+		}
+		ok, decided := c.checkValue(v, o)
+		if !decided {
+			if err := c.unsupported(kw, ptr, "the enum/const values cannot be checked against the other keywords of this schema"); err != nil {
+				return "", err
+			}
+			ok = true
+		}
+		if !ok {
+			continue
+		}
+		x := c.literal(v)
+		if !seen[x] {
+			seen[x] = true
+			alts = append(alts, x)
+		}
+	}
+	if len(alts) == 0 {
+		return "", c.unsatf(kw, ptr, "no value of the enum/const satisfies the schema")
+	}
+	return c.named(hint, alt(alts)), nil
+}
+
+// checkValue reports whether the constant v satisfies o's type-specific
+// keywords; decided is false when it cannot tell.
+func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
+	switch v := v.(type) {
+	case string:
+		n := utf8.RuneCountInString(v)
+		if m, has := intKeyword(o, "minLength"); has && n < m {
+			return false, true
+		}
+		if m, has := intKeyword(o, "maxLength"); has && n > m {
+			return false, true
+		}
+		if p, has := o.get("pattern"); has {
+			ps, _ := p.(string)
+			re, err := ecmaRegexp(ps)
+			if err != nil {
+				return false, false
+			}
+			if !re.MatchString(v) {
+				return false, true
+			}
+		}
+		if o.has("format") {
+			return false, false
+		}
+		return true, true
+	case json.Number:
+		r, good := ratOf(v)
+		if !good {
+			return false, false
+		}
+		for _, b := range []struct {
+			k    string
+			pass func(int) bool
+		}{
+			{"minimum", func(c int) bool { return c >= 0 }},
+			{"exclusiveMinimum", func(c int) bool { return c > 0 }},
+			{"maximum", func(c int) bool { return c <= 0 }},
+			{"exclusiveMaximum", func(c int) bool { return c < 0 }},
+		} {
+			if bv, has := o.get(b.k); has {
+				bn, isNum := bv.(json.Number)
+				br, good := ratOf(bn)
+				if !isNum || !good {
+					return false, false
+				}
+				if !b.pass(r.Cmp(br)) {
+					return false, true
+				}
+			}
+		}
+		if mv, has := o.get("multipleOf"); has {
+			mn, _ := mv.(json.Number)
+			mr, good := ratOf(mn)
+			if !good || mr.Sign() <= 0 {
+				return false, false
+			}
+			if !new(big.Rat).Quo(r, mr).IsInt() {
+				return false, true
+			}
+		}
+		return true, true
+	case []any, *object:
+		fam := "object"
+		if _, isArr := v.([]any); isArr {
+			fam = "array"
+		}
+		for _, k := range o.keys {
+			if familyOf(k) == fam {
+				return false, false
+			}
+		}
+		return true, true
+	}
+	return true, true
+}
+
+// literal is the grammar of one constant value: canonical spelling, with
+// whitespace allowed between the tokens of arrays and objects.
+func (c *conv) literal(v any) string {
+	switch v := v.(type) {
+	case []any:
+		if len(v) == 0 {
+			return seq(lit("["), c.ws(), lit("]"))
+		}
+		parts := []string{lit("["), c.ws()}
+		for i, x := range v {
+			if i > 0 {
+				parts = append(parts, lit(","), c.ws())
+			}
+			parts = append(parts, c.literal(x), c.ws())
+		}
+		parts = append(parts, lit("]"))
+		return "(" + seq(parts...) + ")"
+	case *object:
+		if len(v.keys) == 0 {
+			return seq(lit("{"), c.ws(), lit("}"))
+		}
+		parts := []string{lit("{"), c.ws()}
+		for i, k := range v.keys {
+			if i > 0 {
+				parts = append(parts, lit(","), c.ws())
+			}
+			parts = append(parts, lit(jsonQuote(k)), c.ws(), lit(":"), c.ws(), c.literal(v.vals[k]), c.ws())
+		}
+		parts = append(parts, lit("}"))
+		return "(" + seq(parts...) + ")"
+	}
+	return lit(canonical(v))
+}
+
+// ---- numbers ----
+
+// bound reads a numeric keyword.
+func (c *conv) bound(o *object, k, ptr string) (*big.Rat, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return nil, nil
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil, c.errorf(k, ptr, "must be a number")
+	}
+	r, ok := ratOf(n)
+	if !ok {
+		return nil, c.errorf(k, ptr, "must be a number")
+	}
+	return r, nil
+}
+
+func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
+	var rs [4]*big.Rat
+	for i, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		r, err := c.bound(o, k, ptr)
+		if err != nil {
+			return "", err
+		}
+		rs[i] = r
+	}
+	// the tighter of each pair of bounds
+	lo, loExcl := rs[0], false
+	if rs[1] != nil && (lo == nil || rs[1].Cmp(lo) >= 0) {
+		lo, loExcl = rs[1], true
+	}
+	hi, hiExcl := rs[2], false
+	if rs[3] != nil && (hi == nil || rs[3].Cmp(hi) <= 0) {
+		hi, hiExcl = rs[3], true
+	}
+	fracDigits := -1 // -1: any fraction; k: at most k significant fraction digits
+	if m, err := c.bound(o, "multipleOf", ptr); err != nil {
+		return "", err
+	} else if m != nil {
+		if m.Sign() <= 0 {
+			return "", c.errorf("multipleOf", ptr, "must be greater than 0")
+		}
+		inv := new(big.Rat).Inv(m)
+		k, pow := decimalPower(inv)
+		switch {
+		case integer && inv.IsInt():
+			// every integer is a multiple of 1/n
+		case !integer && pow:
+			fracDigits = k
+		default:
+			if err := c.unsupported("multipleOf", ptr, "only multiples of 1, 0.1, 0.01, ... can be enforced"); err != nil {
+				return "", err
+			}
+		}
+	}
+	if f, ok := o.vals["format"].(string); ok && integer {
+		if r, ok := numericFormats[f]; ok && r[0] != "" {
+			flo, _ := new(big.Rat).SetString(r[0])
+			fhi, _ := new(big.Rat).SetString(r[1])
+			if lo == nil || flo.Cmp(lo) > 0 {
+				lo, loExcl = flo, false
+			}
+			if hi == nil || fhi.Cmp(hi) < 0 {
+				hi, hiExcl = fhi, false
+			}
+		}
+	}
+	if integer {
+		if lo == nil && hi == nil {
+			return primRef(c.b, "integer"), nil
+		}
+		var ilo, ihi *big.Int
+		if lo != nil {
+			if loExcl {
+				ilo = new(big.Int).Add(ratFloor(lo), bigOne)
+			} else {
+				ilo = ratCeil(lo)
+			}
+		}
+		if hi != nil {
+			if hiExcl {
+				ihi = new(big.Int).Sub(ratCeil(hi), bigOne)
+			} else {
+				ihi = ratFloor(hi)
+			}
+		}
+		x, ok := intRangeExpr(ilo, ihi, c.cfg.maxIntDigits)
+		if !ok {
+			return "", c.unsatf("minimum", ptr, "no integer lies within the bounds")
+		}
+		return c.named("integer-range", x), nil
+	}
+	if lo == nil && hi == nil && fracDigits < 0 {
+		return primRef(c.b, "number"), nil
+	}
+	var ilo, ihi *big.Int
+	if lo != nil {
+		if !lo.IsInt() {
+			if err := c.unsupported("minimum", ptr, "a non-integer bound on a number cannot be enforced exactly"); err != nil {
+				return "", err
+			}
+			lo, loExcl = new(big.Rat).SetInt(ratFloor(lo)), false
+		}
+		ilo = new(big.Int).Set(lo.Num())
+	}
+	if hi != nil {
+		if !hi.IsInt() {
+			if err := c.unsupported("maximum", ptr, "a non-integer bound on a number cannot be enforced exactly"); err != nil {
+				return "", err
+			}
+			hi, hiExcl = new(big.Rat).SetInt(ratCeil(hi)), false
+		}
+		ihi = new(big.Int).Set(hi.Num())
+	}
+	frac := primRef(c.b, "fracnz")
+	switch {
+	case fracDigits == 0:
+		frac = ""
+	case fracDigits > 0:
+		frac = seq(repeat("[0-9]", 0, fracDigits-1), `[1-9] "0"*`)
+	}
+	x, ok := numberRangeExpr(ilo, ihi, loExcl, hiExcl, frac)
+	if !ok {
+		return "", c.unsatf("minimum", ptr, "no number lies within the bounds")
+	}
+	return c.named("number-range", x), nil
+}
+
+// decimalPower reports whether r is 10^k for some k >= 0.
+func decimalPower(r *big.Rat) (int, bool) {
+	if !r.IsInt() {
+		return 0, false
+	}
+	s := r.Num().String()
+	if s[0] != '1' || strings.Trim(s[1:], "0") != "" || len(s) > 30 {
+		return 0, false
+	}
+	return len(s) - 1, true
+}
+
+// ---- strings ----
+
+// maxStringRepeat bounds the repetition counts written for string lengths.
+const (
+	maxMinLength = 2000
+	maxMaxLength = 5000
+)
+
+func (c *conv) stringExpr(o *object, ptr string) (string, error) {
+	minL, err := c.countKeyword(o, "minLength", ptr, 0)
+	if err != nil {
+		return "", err
+	}
+	maxL, err := c.countKeyword(o, "maxLength", ptr, -1)
+	if err != nil {
+		return "", err
+	}
+	if maxL >= 0 && maxL < minL {
+		return "", c.unsatf("maxLength", ptr, "maxLength %d is less than minLength %d", maxL, minL)
+	}
+	q := lit(`"`)
+	if fv, ok := o.get("format"); ok {
+		fs, _ := fv.(string)
+		if f, known := formats[fs]; known {
+			if o.has("pattern") {
+				if err := c.unsupported("pattern", ptr, "a pattern together with a format cannot be enforced"); err != nil {
+					return "", err
+				}
+			}
+			if minL > f.minLen || maxL >= 0 && (f.maxLen < 0 || f.maxLen > maxL) {
+				if err := c.unsupported("maxLength", ptr, "length limits on a "+fs+" string cannot be enforced"); err != nil {
+					return "", err
+				}
+			}
+			return seq(q, formatRef(c.b, f), q), nil
+		}
+		if err := c.unsupported("format", ptr, "unknown format "+strconv.Quote(fs)); err != nil {
+			return "", err
+		}
+	}
+	if pv, ok := o.get("pattern"); ok {
+		ps, isStr := pv.(string)
+		if !isStr {
+			return "", c.errorf("pattern", ptr, "must be a string")
+		}
+		body, err := c.patternBody(ps, minL, maxL, ptr)
+		if err != nil {
+			return "", err
+		}
+		return seq(q, body, q), nil
+	}
+	if minL > maxMinLength {
+		return "", c.errorf("minLength", ptr, "minLength %d is larger than %d, the most a grammar here may require", minL, maxMinLength)
+	}
+	if maxL > maxMaxLength {
+		maxL = maxMaxLength // a narrower grammar: still sound
+	}
+	if minL == 0 && maxL < 0 {
+		return primRef(c.b, "string"), nil
+	}
+	return seq(q, repeat(primRef(c.b, "char"), minL, maxL), q), nil
+}
+
+// patternBody converts a JSON Schema pattern (ECMA-262, unanchored) into the
+// grammar of a JSON string's content, intersected with the length limits when
+// that can be done exactly.
+func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error) {
+	fail := func(err error) (string, error) {
+		if uerr := c.unsupported("pattern", ptr, err.Error()); uerr != nil {
+			return "", uerr
+		}
+		return repeat(primRef(c.b, "char"), 0, -1), nil
+	}
+	gp, err := ecmaToGo(p)
+	if err != nil {
+		return fail(&RegexError{Pattern: p, Msg: err.Error()})
+	}
+	re, err := parseRegex(gp, p)
+	if err != nil {
+		return fail(err)
+	}
+	rc := &regexConv{b: c.b, pattern: p, json: true}
+	if minL > 0 || maxL >= 0 {
+		lo, hi := patternLen(re)
+		if !(lo >= minL && (maxL < 0 || hi >= 0 && hi <= maxL)) {
+			if x, ok, err := c.lengthPattern(rc, re, minL, maxL); err != nil {
+				return fail(err)
+			} else if ok {
+				return x, nil
+			}
+			if err := c.unsupported("maxLength", ptr, "length limits together with this pattern cannot be enforced"); err != nil {
+				return "", err
+			}
+		}
+	}
+	x, err := rc.top(re, false)
+	if err != nil {
+		return fail(err)
+	}
+	return x, nil
+}
+
+// patternLen is the range of lengths of the strings a pattern matches (hi -1:
+// unbounded), counting the text an unanchored pattern may have around it.
+func patternLen(re *syntax.Regexp) (int, int) {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	branches := []*syntax.Regexp{re}
+	if re.Op == syntax.OpAlternate {
+		branches = re.Sub
+	}
+	lo, hi := -1, 0
+	for _, br := range branches {
+		parts := []*syntax.Regexp{br}
+		if br.Op == syntax.OpConcat {
+			parts = br.Sub
+		}
+		begin, end := false, false
+		if len(parts) > 0 && isBegin(parts[0]) {
+			begin = true
+		}
+		if len(parts) > 0 && isEnd(parts[len(parts)-1]) {
+			end = true
+		}
+		l, h := regexLen(br)
+		if !begin || !end {
+			h = -1
+		}
+		if lo < 0 || l < lo {
+			lo = l
+		}
+		if h < 0 || hi < 0 {
+			hi = -1
+		} else if h > hi {
+			hi = h
+		}
+	}
+	return lo, hi
+}
+
+// regexLen is the range of lengths a regex node matches (hi -1: unbounded).
+func regexLen(re *syntax.Regexp) (int, int) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune), len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1, 1
+	case syntax.OpCapture:
+		return regexLen(re.Sub[0])
+	case syntax.OpStar:
+		return 0, -1
+	case syntax.OpPlus:
+		l, _ := regexLen(re.Sub[0])
+		return l, -1
+	case syntax.OpQuest:
+		_, h := regexLen(re.Sub[0])
+		return 0, h
+	case syntax.OpRepeat:
+		l, h := regexLen(re.Sub[0])
+		lo := l * re.Min
+		if re.Max < 0 || h < 0 {
+			return lo, -1
+		}
+		return lo, h * re.Max
+	case syntax.OpConcat:
+		lo, hi := 0, 0
+		for _, s := range re.Sub {
+			l, h := regexLen(s)
+			lo += l
+			if h < 0 || hi < 0 {
+				hi = -1
+			} else {
+				hi += h
+			}
+		}
+		return lo, hi
+	case syntax.OpAlternate:
+		lo, hi := -1, 0
+		for _, s := range re.Sub {
+			l, h := regexLen(s)
+			if lo < 0 || l < lo {
+				lo = l
+			}
+			if h < 0 || hi < 0 {
+				hi = -1
+			} else if h > hi {
+				hi = h
+			}
+		}
+		return max(lo, 0), hi
+	}
+	return 0, 0
+}
+
+// lengthPattern handles a fully anchored pattern made of fixed-length parts and
+// one repetition of a single character: the length limits then become bounds of
+// that repetition.
+func (c *conv) lengthPattern(rc *regexConv, re *syntax.Regexp, minL, maxL int) (string, bool, error) {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	parts := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		parts = re.Sub
+	}
+	if len(parts) < 2 || !isBegin(parts[0]) || !isEnd(parts[len(parts)-1]) {
+		return "", false, nil
+	}
+	parts = parts[1 : len(parts)-1]
+	fixed, rep := 0, -1
+	for i, p := range parts {
+		l, h := regexLen(p)
+		if l == h {
+			fixed += l
+			continue
+		}
+		if rep >= 0 {
+			return "", false, nil
+		}
+		sub := p.Sub
+		if len(sub) != 1 {
+			return "", false, nil
+		}
+		if sl, sh := regexLen(sub[0]); sl != 1 || sh != 1 {
+			return "", false, nil
+		}
+		rep = i
+	}
+	if rep < 0 {
+		return "", false, nil
+	}
+	p := parts[rep]
+	var lo, hi int
+	switch p.Op {
+	case syntax.OpStar:
+		lo, hi = 0, -1
+	case syntax.OpPlus:
+		lo, hi = 1, -1
+	case syntax.OpQuest:
+		lo, hi = 0, 1
+	case syntax.OpRepeat:
+		lo, hi = p.Min, p.Max
+	default:
+		return "", false, nil
+	}
+	lo = max(lo, minL-fixed)
+	if maxL >= 0 && (hi < 0 || hi > maxL-fixed) {
+		hi = maxL - fixed
+	}
+	if hi >= 0 && hi < lo {
+		return "", false, c.unsatf("maxLength", "", "no string satisfies both the pattern and the length limits")
+	}
+	if lo > maxMinLength {
+		return "", false, nil
+	}
+	if hi > maxMaxLength {
+		hi = maxMaxLength
+	}
+	var xs []string
+	for i, q := range parts {
+		if i == rep {
+			x, _, err := rc.conv(q.Sub[0], max(hi, lo, 1))
+			if err != nil {
+				return "", false, err
+			}
+			xs = append(xs, repeat(x, lo, hi))
+			continue
+		}
+		x, _, err := rc.conv(q, 1)
+		if err != nil {
+			return "", false, err
+		}
+		xs = append(xs, x)
+	}
+	s := seq(xs...)
+	if s == "" {
+		s = `""`
+	}
+	return s, true, nil
+}
+
+// notTypes reads the forms of "not" a grammar can enforce: not true / not {}
+// (all: nothing matches), not false (nothing excluded), and not {"type": ...}
+// (those types are excluded).
+func notTypes(nv any) (excluded []string, all, ok bool) {
+	switch v := nv.(type) {
+	case bool:
+		return nil, v, true
+	case *object:
+		var keys []string
+		for _, k := range v.keys {
+			if isConstraining(k) {
+				keys = append(keys, k)
+			}
+		}
+		switch {
+		case len(keys) == 0:
+			return nil, true, true
+		case len(keys) == 1 && keys[0] == "type":
+			tl := typeList(v.vals["type"])
+			for _, t := range tl {
+				if !validType(t) {
+					return nil, false, false
+				}
+			}
+			return tl, false, tl != nil
+		}
+	}
+	return nil, false, false
+}
+
+// removeTypes drops excluded types from types; ok is false when the result is
+// not a list of types (number without its integers).
+func removeTypes(types, excluded []string) ([]string, bool) {
+	ex := map[string]bool{}
+	for _, t := range excluded {
+		ex[t] = true
+	}
+	var out []string
+	for _, t := range types {
+		switch {
+		case ex[t], t == "integer" && ex["number"]:
+		case t == "number" && ex["integer"]:
+			return nil, false
+		default:
+			out = append(out, t)
+		}
+	}
+	return out, true
+}

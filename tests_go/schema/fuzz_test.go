@@ -1,0 +1,56 @@
+package schema_test
+
+import (
+	"testing"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
+)
+
+// FuzzFromJSONSchema: any input converts or fails with an error, never a
+// panic, and a returned grammar always parses.
+func FuzzFromJSONSchema(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `true`, `{"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":300}},"required":["a"]}`,
+		`{"type":"string","pattern":"^[a-z]{2,5}$","maxLength":4}`, `{"anyOf":[{"type":"null"},{"$ref":"#/$defs/x"}],"$defs":{"x":{"type":"array","items":{"$ref":"#"}}}}`,
+		`{"oneOf":[{"const":1},{"enum":["a",[1,{"b":null}]]}]}`, `{"type":"number","minimum":0,"exclusiveMaximum":10,"multipleOf":0.5}`,
+		`{"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"patternProperties":{"^b":{}}}]}`,
+		`{"type":"object","minProperties":2,"maxProperties":3,"propertyNames":{"pattern":"^[a-z]+$"}}`,
+		`{"items":[{"format":"date"},{"format":"ipv6"}],"additionalItems":{"format":"uri"},"minItems":1}`,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		opts := []schema.Option{schema.WithWhitespace(schema.Whitespace(mode % 3))}
+		if mode&4 != 0 {
+			opts = append(opts, schema.Lenient())
+		}
+		if mode&8 != 0 {
+			opts = append(opts, schema.LlamaCppCompat())
+		}
+		g, _, err := schema.FromJSONSchema(data, opts...)
+		if err != nil {
+			return
+		}
+		if _, err := gbnf.Parse(g); err != nil {
+			t.Fatalf("grammar does not parse: %v\nschema: %s\n%s", err, data, g)
+		}
+	})
+}
+
+// FuzzFromRegex: any pattern converts or fails with an error, never a panic,
+// and a returned grammar always parses.
+func FuzzFromRegex(f *testing.F) {
+	for _, p := range regexPatterns {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		g, err := schema.FromRegex(p)
+		if err != nil {
+			return
+		}
+		if _, err := gbnf.Parse(g); err != nil {
+			t.Fatalf("grammar does not parse: %v\npattern %q\n%s", err, p, g)
+		}
+	})
+}

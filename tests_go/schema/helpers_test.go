@@ -1,0 +1,60 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/tests_go/internal/testdata"
+)
+
+// checker judges texts against one converted grammar with a byte vocabulary.
+type checker struct {
+	m *engine.Matcher
+}
+
+func newChecker(t testing.TB, grammar string) *checker {
+	t.Helper()
+	g, err := gbnf.Parse(grammar)
+	require.NoError(t, err, "the converter's grammar must parse:\n%s", grammar)
+	gr, err := engine.Compile(g, engine.ByteVocabulary{})
+	require.NoError(t, err, "the converter's grammar must compile:\n%s", grammar)
+	return &checker{m: gr.NewMatcher()}
+}
+
+// accepts reports whether the grammar accepts all of s and can end there.
+func (c *checker) accepts(s string) bool {
+	c.m.Reset()
+	if err := c.m.AcceptBytes([]byte(s)); err != nil {
+		return false
+	}
+	return c.m.CanEnd()
+}
+
+// llamaCases is the part of llamacpp_cases.json these tests read.
+type llamaCases struct {
+	SchemaCases []struct {
+		Name    string          `json:"name"`
+		Schema  json.RawMessage `json:"schema"`
+		Valid   []string        `json:"valid"`
+		Invalid []string        `json:"invalid"`
+	} `json:"schema_cases"`
+	SchemaConversion []struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Expect string          `json:"expect"`
+	} `json:"schema_conversion"`
+}
+
+func loadLlamaCases(t testing.TB) llamaCases {
+	t.Helper()
+	data, err := os.ReadFile(testdata.Shared(t, "conformance/llamacpp_cases.json"))
+	require.NoError(t, err)
+	var lc llamaCases
+	require.NoError(t, json.Unmarshal(data, &lc))
+	return lc
+}
