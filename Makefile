@@ -177,8 +177,9 @@ bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
 
 # ---- Demo -------------------------------------------------------------------------------
+# MODEL=<local HF model dir> uses a real model; the default is offline (tiny random model).
 demo: setup build
-	$(VPY) -m tether.demo
+	$(VPY) -m tether.demo $(if $(MODEL),--model $(MODEL))
 
 clean:
 	rm -rf build .venv $(NATIVE) python/build python/*.egg-info *.egg-info dist

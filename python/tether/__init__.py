@@ -10,10 +10,40 @@ sampler chain) is exposed to Python through a gopy extension, ``tether._native``
 
 from __future__ import annotations
 
-from ._errors import InternalError, TetherError, TokenizerError
+from ._errors import GrammarError, InternalError, SchemaError, TetherError, TokenizerError
 from ._native_call import native as _native
+from .processors import (
+    Grammar,
+    GrammarLogitsProcessor,
+    JSONSchemaLogitsProcessor,
+    Matcher,
+    RegexLogitsProcessor,
+    Triggers,
+    Vocabulary,
+    allowed_token_ids,
+    json_schema_to_gbnf,
+    regex_to_gbnf,
+)
 from .tokenizer import Tokenizer
 
 __version__: str = _native.bindings_Version()
 
-__all__ = ["InternalError", "TetherError", "Tokenizer", "TokenizerError", "__version__"]
+__all__ = [
+    "Grammar",
+    "GrammarError",
+    "GrammarLogitsProcessor",
+    "InternalError",
+    "JSONSchemaLogitsProcessor",
+    "Matcher",
+    "RegexLogitsProcessor",
+    "SchemaError",
+    "TetherError",
+    "Tokenizer",
+    "TokenizerError",
+    "Triggers",
+    "Vocabulary",
+    "__version__",
+    "allowed_token_ids",
+    "json_schema_to_gbnf",
+    "regex_to_gbnf",
+]

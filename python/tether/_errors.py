@@ -13,6 +13,27 @@ class TokenizerError(TetherError, ValueError):
     tokenizer. The message is the Go core's and says what and where."""
 
 
+class GrammarError(TetherError, ValueError):
+    """A grammar (GBNF text, or one made from a schema or regex) is invalid.
+
+    ``line`` and ``column`` (1-based) point into the grammar text when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class SchemaError(TetherError, ValueError):
+    """A JSON Schema cannot be turned into a grammar soundly: ``keyword`` is the keyword
+    at fault and ``pointer`` the JSON pointer to where it is in the schema."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str | None = None) -> None:
+        super().__init__(message)
+        self.keyword = keyword
+        self.pointer = pointer
+
+
 class InternalError(TetherError, RuntimeError):
     """A bug inside tether's Go core (a recovered Go panic). The interpreter is unharmed;
     the message carries the place in the Go code, please report it."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._errors import InternalError, TetherError
+import json
+
+from ._errors import GrammarError, InternalError, SchemaError, TetherError, TokenizerError
 
 T = TypeVar("T")
 
@@ -18,6 +20,26 @@ except ImportError as exc:  # pragma: no cover - only when the extension was not
     ) from exc
 
 _INTERNAL_PREFIX = "tether internal error"
+# Errors with structure (a grammar's line and column, a schema's keyword and pointer)
+# come from bindings/ as this prefix followed by a JSON object.
+_STRUCTURED_PREFIX = "tether-error:"
+
+
+def _structured(msg: str) -> TetherError | None:
+    if not msg.startswith(_STRUCTURED_PREFIX):
+        return None
+    try:
+        e = json.loads(msg[len(_STRUCTURED_PREFIX):])
+    except ValueError:
+        return None
+    kind, text = e.get("kind"), e.get("message", msg)
+    if kind == "grammar":
+        return GrammarError(text, e.get("line"), e.get("col"))
+    if kind == "schema":
+        return SchemaError(text, e.get("keyword"), e.get("pointer"))
+    if kind == "tokenizer":
+        return TokenizerError(text)
+    return None
 
 
 def call(fn: Callable[..., T], *args: Any, error: type[TetherError]) -> T:
@@ -29,6 +51,9 @@ def call(fn: Callable[..., T], *args: Any, error: type[TetherError]) -> T:
         msg = str(exc)
         if msg.startswith(_INTERNAL_PREFIX):
             raise InternalError(msg) from None
+        structured = _structured(msg)
+        if structured is not None:
+            raise structured from None
         raise error(msg) from None
     except (ValueError, UnicodeError, OverflowError) as exc:
         # Raised by the extension's argument conversion before Go runs, e.g. a str
