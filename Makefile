@@ -44,7 +44,7 @@ GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench
+        tools rustlib venv tokenizers native bench bench-py
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -175,6 +175,10 @@ wheel: rustlib tools tokenizers
 
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
+
+# Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths).
+bench-py: setup
+	cd tests_py && $(VPY) bench_processor.py
 
 # ---- Demo -------------------------------------------------------------------------------
 # MODEL=<local HF model dir> uses a real model; the default is offline (tiny random model).

@@ -14,11 +14,11 @@ import (
 const structuredPrefix = "tether-error:"
 
 type structured struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty"`
-	Col     int    `json:"col,omitempty"`
-	Keyword string `json:"keyword,omitempty"`
+	Kind    string  `json:"kind"`
+	Message string  `json:"message"`
+	Line    int     `json:"line,omitempty"`
+	Col     int     `json:"col,omitempty"`
+	Keyword string  `json:"keyword,omitempty"`
 	Pointer *string `json:"pointer,omitempty"` // "" is the root: keep it when set
 }
 

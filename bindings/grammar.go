@@ -3,6 +3,7 @@ package bindings
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/tetherlm/tether/gocore/engine"
@@ -107,12 +108,67 @@ func GrammarCompile(vocabHandle int64, src, root, triggersJSON string) (int64, e
 				PatternsAtStart: t.PatternsAtStart, After: t.After,
 			}))
 		}
-		cg, err := engine.Compile(g, v, opts...)
-		if err != nil {
-			return 0, grammarError(err)
+		key := compiledKey{v, src, root, triggersJSON}
+		cg := compiled.get(key)
+		if cg == nil {
+			if cg, err = engine.Compile(g, v, opts...); err != nil {
+				return 0, grammarError(err)
+			}
+			compiled.put(key, cg)
 		}
 		return grammars.add(cg), nil
 	})
+}
+
+// compiledKey names a compiled grammar: the same text, root and triggers over the same
+// vocabulary compile to the same immutable Grammar.
+type compiledKey struct {
+	v                       *vocab.Vocab
+	src, root, triggersJSON string
+}
+
+// compiledCache keeps recently compiled grammars, so a processor made again for the same
+// grammar (one per request is common) reuses the engine's warm per-position token caches
+// instead of paying for cold masks again.
+type compiledCache struct {
+	mu    sync.Mutex
+	order []compiledKey // least recently used first
+	items map[compiledKey]*engine.Grammar
+}
+
+const compiledCacheSize = 32
+
+var compiled = &compiledCache{items: map[compiledKey]*engine.Grammar{}}
+
+func (c *compiledCache) get(k compiledKey) *engine.Grammar {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.items[k]
+	if g != nil {
+		c.touch(k)
+	}
+	return g
+}
+
+func (c *compiledCache) put(k compiledKey, g *engine.Grammar) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[k]; !ok && len(c.order) >= compiledCacheSize {
+		delete(c.items, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.items[k] = g
+	c.touch(k)
+}
+
+func (c *compiledCache) touch(k compiledKey) {
+	for i, o := range c.order {
+		if o == k {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+	c.order = append(c.order, k)
 }
 
 // GrammarClose releases a compiled grammar (matchers made from it keep working).
@@ -249,6 +305,21 @@ func int64Buffer(addr uintptr, n int, name string) ([]int64, error) {
 		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for int64", name, addr)
 	}
 	return unsafe.Slice((*int64)(unsafe.Pointer(addr)), n), nil
+}
+
+// uint16Buffer views n 16-bit values (bfloat16 / float16 bit patterns) at addr.
+func uint16Buffer(addr uintptr, n int, name string) ([]uint16, error) {
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("%s: negative length %d", name, n)
+	case n == 0:
+		return nil, nil
+	case addr == 0:
+		return nil, fmt.Errorf("%s: null buffer address", name)
+	case addr%unsafe.Alignof(uint16(0)) != 0:
+		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for 16-bit values", name, addr)
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(addr)), n), nil
 }
 
 // float32Buffer views n float32 values at addr (caller-owned, for the call only).

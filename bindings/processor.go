@@ -106,30 +106,57 @@ func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
 	})
 }
 
-// ProcessorApplyF32 copies float32 scores [batch × vocab] from src to dst, writing -inf
-// for every token the row's grammar state does not allow (after ProcessorStep). src and
-// dst may be the same buffer.
-func ProcessorApplyF32(h int64, src, dst uintptr, batch, vocabSize int) (int, error) {
-	return safecall.Do("ProcessorApplyF32", func() (int, error) {
+// ProcessorApply copies scores [batch × vocab] from src to dst, writing -inf for every
+// token the row's grammar state does not allow (after ProcessorStep). dtype is
+// "float32", "bfloat16" or "float16" (CPU, contiguous); src and dst may be the same
+// buffer. Doing this in Go, in one pass, avoids a bitmask round trip through torch.
+func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype string) (int, error) {
+	return safecall.Do("ProcessorApply", func() (int, error) {
 		p, err := processors.get(h)
 		if err != nil {
 			return 0, err
 		}
-		in, err := float32Buffer(src, batch*vocabSize, "scores")
-		if err != nil {
-			return 0, err
-		}
-		out, err := float32Buffer(dst, batch*vocabSize, "out")
-		if err != nil {
-			return 0, err
-		}
+		n := batch * vocabSize
 		words := (vocabSize + 31) / 32
+		var apply func(r int, mask []uint32)
+		switch dtype {
+		case "float32":
+			in, err := float32Buffer(src, n, "scores")
+			if err != nil {
+				return 0, err
+			}
+			out, err := float32Buffer(dst, n, "out")
+			if err != nil {
+				return 0, err
+			}
+			apply = func(r int, mask []uint32) {
+				applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], mask, negInf)
+			}
+		case "bfloat16", "float16":
+			in, err := uint16Buffer(src, n, "scores")
+			if err != nil {
+				return 0, err
+			}
+			out, err := uint16Buffer(dst, n, "out")
+			if err != nil {
+				return 0, err
+			}
+			inf := uint16(0xFF80) // bfloat16 -inf
+			if dtype == "float16" {
+				inf = 0xFC00
+			}
+			apply = func(r int, mask []uint32) {
+				applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], mask, inf)
+			}
+		default:
+			return 0, fmt.Errorf("scores: dtype %q is not float32, bfloat16 or float16", dtype)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		eog := p.eogBits(words)
 		p.sess.FillAll(words, eog, workers(batch))
 		for r := 0; r < batch; r++ {
-			applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], p.sess.Mask(r, words, eog))
+			apply(r, p.sess.Mask(r, words, eog))
 		}
 		return batch, nil
 	})
@@ -137,8 +164,8 @@ func ProcessorApplyF32(h int64, src, dst uintptr, batch, vocabSize int) (int, er
 
 var negInf = float32(math.Inf(-1))
 
-// applyMask sets out[i] = in[i] where bit i of mask is set and -inf elsewhere.
-func applyMask(out, in []float32, mask []uint32) {
+// applyMask sets out[i] = in[i] where bit i of mask is set and masked elsewhere.
+func applyMask[T float32 | uint16](out, in []T, mask []uint32, masked T) {
 	n := len(in)
 	for w, bits := range mask {
 		lo := w * 32
@@ -149,7 +176,7 @@ func applyMask(out, in []float32, mask []uint32) {
 		switch bits {
 		case 0:
 			for i := lo; i < hi; i++ {
-				out[i] = negInf
+				out[i] = masked
 			}
 		case ^uint32(0):
 			copy(out[lo:hi], in[lo:hi])
@@ -158,7 +185,7 @@ func applyMask(out, in []float32, mask []uint32) {
 				if bits&(1<<(i-lo)) != 0 {
 					out[i] = in[i]
 				} else {
-					out[i] = negInf
+					out[i] = masked
 				}
 			}
 		}

@@ -210,19 +210,26 @@ def test_mask_matches_matcher_and_padded_vocab() -> None:
     assert {"yes", "no"} <= {d.strip() for d in decoded}
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
-def test_dtypes_same_mask(dtype: torch.dtype) -> None:
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_dtypes_and_layouts(dtype: torch.dtype, contiguous: bool) -> None:
+    """CPU fp32/bf16/fp16 scores take Go's single-pass path; float64 takes the bitmask
+    path that GPU scores use. Both must give exactly the matcher's allowed set, keep the
+    allowed scores bit for bit, and keep the dtype."""
     tok = tokenizer_for("llama3")
     proc = tether.RegexLogitsProcessor(r"[0-9]+", tok)
-    scores = torch.randn((2, len(tok))).to(dtype)
-    if dtype == torch.float32:
-        scores = scores[:, :]  # contiguous CPU fp32: Go's single-pass path
+    scores = torch.randn((2, len(tok) + 3)).to(dtype)  # a padded model vocabulary
+    if not contiguous:
+        scores = scores.t().contiguous().t()
+    assert scores.is_contiguous() == contiguous
     out = proc(torch.tensor([[5], [6]]), scores)
-    assert out.dtype == dtype
-    ref = tether.RegexLogitsProcessor(r"[0-9]+", tok)(torch.tensor([[5], [6]]), scores.float().t().contiguous().t())
-    assert torch.equal(torch.isfinite(out), torch.isfinite(ref))
-    finite = torch.isfinite(out)
-    assert torch.equal(out[finite].float(), scores[finite].float())
+    assert out.dtype == dtype and out.shape == scores.shape
+    want = proc.grammar.matcher().allowed_token_ids(len(tok) + 3).tolist()
+    for row in range(2):
+        finite = torch.isfinite(out[row])
+        assert finite.nonzero().flatten().tolist() == want
+        assert torch.equal(out[row][finite], scores[row][finite])
+        assert torch.all(out[row][~finite] == float("-inf"))
 
 
 def test_lazy_trigger_word() -> None:

@@ -227,6 +227,17 @@ def regex_to_gbnf(pattern: str) -> str:
     return call(native.bindings_RegexToGBNF, pattern, error=GrammarError)
 
 
+def _go_dtypes() -> dict[Any, str]:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return {}
+    return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+_GO_DTYPES = _go_dtypes()
+
+
 class GrammarLogitsProcessor(_LogitsProcessorBase):
     """Constrain ``model.generate`` to a GBNF grammar.
 
@@ -280,15 +291,18 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             ids = input_ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
             call(native.bindings_ProcessorStep, self._handle, ids.data_ptr(), batch, seq_len, error=TetherError)
             vocab_size = scores.shape[-1]
-            if scores.device.type == "cpu" and scores.dtype == torch.float32 and scores.is_contiguous():
-                # Fast path: Go copies each row with -inf where masked, in one pass.
-                out = torch.empty_like(scores)
+            dtype = _GO_DTYPES.get(scores.dtype)
+            if scores.device.type == "cpu" and dtype is not None:
+                # CPU: Go copies each row with -inf where masked, in one pass.
+                src = scores.contiguous()
+                out = torch.empty_like(src)
                 call(
-                    native.bindings_ProcessorApplyF32, self._handle, scores.data_ptr(), out.data_ptr(),
-                    batch, vocab_size, error=TetherError,
+                    native.bindings_ProcessorApply, self._handle, src.data_ptr(), out.data_ptr(),
+                    batch, vocab_size, dtype, error=TetherError,
                 )
                 return out
-            # General path (GPU, fp16, bf16): Go fills a CPU bitmask; torch applies it.
+            # GPU (or another dtype): Go fills a CPU bitmask (pinned for CUDA); torch copies
+            # it over and applies it, so the scores never leave the device.
             words = (vocab_size + 31) // 32
             buf = self._mask_buffer(batch, words, scores.device)
             call(native.bindings_ProcessorFillMasks, self._handle, buf.data_ptr(), batch, words, error=TetherError)
