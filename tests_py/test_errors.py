@@ -105,3 +105,47 @@ def test_raw_native_bad_buffers_in_subprocess() -> None:
     assert "ids: negative length -3" in out
     assert "ids: null buffer address" in out
     assert out.strip().endswith("ALIVE")
+
+
+def test_raw_processor_calls_in_subprocess() -> None:
+    """The processor's native calls with bad buffers, shapes, dtypes and stale handles
+    raise; the child process must exit normally."""
+    code = textwrap.dedent(
+        f"""
+        import json, numpy as np
+        from tether._native_call import native
+        tj = open({str(tokenizer_path("llama2"))!r}).read()
+        v = native.bindings_VocabFromJSON(tj, "", "")
+        g = native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "")
+        p = native.bindings_ProcessorNew(g)
+        ids = np.zeros((1, 2), dtype=np.int64)
+        scores = np.zeros((1, 32000), dtype=np.float32)
+        calls = [
+            lambda: native.bindings_ProcessorStep(p, 0, 1, 2),
+            lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 1, -5),
+            lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 0, 2),
+            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data, 0, 1, 32000, "float32"),
+            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data + 2, scores.ctypes.data, 1, 16, "float32"),
+            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data, scores.ctypes.data, 1, 32000, "int8"),
+            lambda: native.bindings_ProcessorFillMasks(p, 0, 1, 1000),
+            lambda: native.bindings_GrammarCompile(v, "root ::= (", "root", ""),
+            lambda: native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "{{not json"),
+            lambda: native.bindings_VocabFromJSON("{{", "", ""),
+            lambda: native.bindings_MatcherAcceptToken(123456789, 1),
+        ]
+        native.bindings_ProcessorClose(p)
+        calls.append(lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 1, 2))
+        n = 0
+        for c in calls:
+            try:
+                c()
+            except RuntimeError as e:
+                n += 1
+                print(str(e).splitlines()[0][:120])
+        print("RAISED", n, "OF", len(calls))
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "RAISED 12 OF 12" in r.stdout, r.stdout
+    assert "tether internal error" not in r.stdout, "bad input must be an ordinary error, not a recovered panic"

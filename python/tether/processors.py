@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,9 @@ class Vocabulary:
     tokens, end-of-generation tokens. Built once per tokenizer and shared."""
 
     _cache: dict[str, Vocabulary] = {}
+    # Per tokenizer object, so a processor made per request does not serialize and hash
+    # the tokenizer.json again; keyed by length too, as add_tokens changes a tokenizer.
+    _by_object: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], Vocabulary]] = weakref.WeakKeyDictionary()
     _lock = threading.Lock()
 
     def __init__(self, handle: int, eog: list[int]) -> None:
@@ -69,6 +73,16 @@ class Vocabulary:
         End-of-generation tokens: the tokenizer's EOS, the eot-style tokens tether knows
         (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``, ...) and ``eos_token_id``
         (e.g. from ``model.generation_config.eos_token_id``)."""
+        extra: list[int] = []
+        if eos_token_id is not None:
+            extra = [int(eos_token_id)] if isinstance(eos_token_id, int) else [int(i) for i in eos_token_id]
+        obj_key = (len(tokenizer) if hasattr(tokenizer, "__len__") else -1, json.dumps(extra))
+        try:
+            hit = cls._by_object.get(tokenizer, {}).get(obj_key)
+        except TypeError:  # not weak-referenceable
+            hit = None
+        if hit is not None:
+            return hit
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or not hasattr(backend, "to_str"):
             raise TokenizerError(
@@ -80,9 +94,6 @@ class Vocabulary:
         eos = getattr(tokenizer, "eos_token", None)
         if isinstance(eos, str):
             config["eos_token"] = eos
-        extra: list[int] = []
-        if eos_token_id is not None:
-            extra = [int(eos_token_id)] if isinstance(eos_token_id, int) else [int(i) for i in eos_token_id]
         key = hashlib.sha256(
             tok_json.encode("utf-8", "surrogatepass") + json.dumps([config, extra]).encode()
         ).hexdigest()
@@ -96,6 +107,10 @@ class Vocabulary:
                 eog = json.loads(call(native.bindings_VocabEOG, h, error=TokenizerError))
                 v = cls(h, eog)
                 cls._cache[key] = v
+            try:
+                cls._by_object.setdefault(tokenizer, {})[obj_key] = v
+            except TypeError:
+                pass
             return v
 
 
