@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -220,7 +219,7 @@ func MatcherFillMask(h int64, mask uintptr, words int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		dst, err := uint32Buffer(mask, words, "mask")
+		dst, err := view[uint32](mask, words, "mask")
 		if err != nil {
 			return 0, err
 		}
@@ -290,49 +289,4 @@ func popcount(words []uint32) int {
 		}
 	}
 	return n
-}
-
-// int64Buffer views n int64 values at addr (caller-owned, for the call only).
-func int64Buffer(addr uintptr, n int, name string) ([]int64, error) {
-	switch {
-	case n < 0:
-		return nil, fmt.Errorf("%s: negative length %d", name, n)
-	case n == 0:
-		return nil, nil
-	case addr == 0:
-		return nil, fmt.Errorf("%s: null buffer address", name)
-	case addr%unsafe.Alignof(int64(0)) != 0:
-		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for int64", name, addr)
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(addr)), n), nil
-}
-
-// uint16Buffer views n 16-bit values (bfloat16 / float16 bit patterns) at addr.
-func uint16Buffer(addr uintptr, n int, name string) ([]uint16, error) {
-	switch {
-	case n < 0:
-		return nil, fmt.Errorf("%s: negative length %d", name, n)
-	case n == 0:
-		return nil, nil
-	case addr == 0:
-		return nil, fmt.Errorf("%s: null buffer address", name)
-	case addr%unsafe.Alignof(uint16(0)) != 0:
-		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for 16-bit values", name, addr)
-	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(addr)), n), nil
-}
-
-// float32Buffer views n float32 values at addr (caller-owned, for the call only).
-func float32Buffer(addr uintptr, n int, name string) ([]float32, error) {
-	switch {
-	case n < 0:
-		return nil, fmt.Errorf("%s: negative length %d", name, n)
-	case n == 0:
-		return nil, nil
-	case addr == 0:
-		return nil, fmt.Errorf("%s: null buffer address", name)
-	case addr%unsafe.Alignof(float32(0)) != 0:
-		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for float32", name, addr)
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(addr)), n), nil
 }

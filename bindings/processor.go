@@ -67,7 +67,7 @@ func ProcessorStep(h int64, ids uintptr, batch, seqLen int) (int, error) {
 		if batch <= 0 || seqLen < 0 {
 			return 0, fmt.Errorf("input_ids: bad shape [%d, %d]", batch, seqLen)
 		}
-		buf, err := int64Buffer(ids, batch*seqLen, "input_ids")
+		buf, err := view[int64](ids, batch*seqLen, "input_ids")
 		if err != nil {
 			return 0, err
 		}
@@ -91,7 +91,7 @@ func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		dst, err := uint32Buffer(masks, batch*words, "masks")
+		dst, err := view[uint32](masks, batch*words, "masks")
 		if err != nil {
 			return 0, err
 		}
@@ -121,11 +121,11 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 		var apply func(r int, mask []uint32)
 		switch dtype {
 		case "float32":
-			in, err := float32Buffer(src, n, "scores")
+			in, err := view[float32](src, n, "scores")
 			if err != nil {
 				return 0, err
 			}
-			out, err := float32Buffer(dst, n, "out")
+			out, err := view[float32](dst, n, "out")
 			if err != nil {
 				return 0, err
 			}
@@ -133,11 +133,11 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 				applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], mask, negInf)
 			}
 		case "bfloat16", "float16":
-			in, err := uint16Buffer(src, n, "scores")
+			in, err := view[uint16](src, n, "scores")
 			if err != nil {
 				return 0, err
 			}
-			out, err := uint16Buffer(dst, n, "out")
+			out, err := view[uint16](dst, n, "out")
 			if err != nil {
 				return 0, err
 			}

@@ -65,7 +65,7 @@ func TokenizerEncode(h int64, text string, addSpecial bool, out uintptr, capacit
 			return len(ids), nil
 		}
 		if len(ids) > 0 {
-			dst, err := uint32Buffer(out, capacity, "out")
+			dst, err := view[uint32](out, capacity, "out")
 			if err != nil {
 				return 0, err
 			}
@@ -85,7 +85,7 @@ func TokenizerDecode(h int64, ids uintptr, n int, skipSpecial bool) (string, err
 		if n == 0 {
 			return "", nil
 		}
-		src, err := uint32Buffer(ids, n, "ids")
+		src, err := view[uint32](ids, n, "ids")
 		if err != nil {
 			return "", err
 		}
@@ -105,16 +105,20 @@ func TokenizerClose(h int64) (bool, error) {
 	})
 }
 
-// uint32Buffer views n uint32 values at addr. The caller (python/tether) passes the
-// data pointer of a contiguous uint32 array that stays alive for the call.
-func uint32Buffer(addr uintptr, n int, name string) ([]uint32, error) {
+// view is n values of type T at addr: the data pointer of a caller-owned, contiguous CPU
+// buffer (a numpy array or torch tensor) that stays alive for the call. The view must
+// not outlive the call. name says which argument, for errors.
+func view[T any](addr uintptr, n int, name string) ([]T, error) {
+	var zero T
 	switch {
 	case n < 0:
 		return nil, fmt.Errorf("%s: negative length %d", name, n)
+	case n == 0:
+		return nil, nil
 	case addr == 0:
 		return nil, fmt.Errorf("%s: null buffer address", name)
-	case addr%unsafe.Alignof(uint32(0)) != 0:
-		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for uint32", name, addr)
+	case addr%unsafe.Alignof(zero) != 0:
+		return nil, fmt.Errorf("%s: buffer address 0x%x is not aligned for %T", name, addr, zero)
 	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(addr)), n), nil //nolint:govet // caller-owned memory, used during the call only
+	return unsafe.Slice((*T)(unsafe.Pointer(addr)), n), nil
 }

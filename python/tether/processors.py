@@ -21,6 +21,16 @@ except ImportError:  # pragma: no cover
     _LogitsProcessorBase = object  # type: ignore[assignment,misc]
 
 
+def _release(obj: Any, close: Any) -> None:
+    """Close obj's native handle once; safe in __del__ (never raises)."""
+    h, obj._handle = getattr(obj, "_handle", 0), 0
+    if h:
+        try:
+            close(h)
+        except Exception:
+            pass
+
+
 @dataclass(frozen=True)
 class Triggers:
     """When a lazy grammar wakes up. Until then the processor masks nothing.
@@ -131,12 +141,7 @@ class Grammar:
         return Matcher(self)
 
     def __del__(self) -> None:
-        h, self._handle = getattr(self, "_handle", 0), 0
-        if h:
-            try:
-                native.bindings_GrammarClose(h)
-            except Exception:
-                pass
+        _release(self, native.bindings_GrammarClose)
 
 
 class Matcher:
@@ -201,12 +206,7 @@ class Matcher:
         call(native.bindings_MatcherRollback, self._handle, n, error=GrammarError)
 
     def __del__(self) -> None:
-        h, self._handle = getattr(self, "_handle", 0), 0
-        if h:
-            try:
-                native.bindings_MatcherClose(h)
-            except Exception:
-                pass
+        _release(self, native.bindings_MatcherClose)
 
 
 def json_schema_to_gbnf(
@@ -345,12 +345,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         return bits.reshape(words.shape[0], -1)[:, :vocab_size].bool()
 
     def __del__(self) -> None:
-        h, self._handle = getattr(self, "_handle", 0), 0
-        if h:
-            try:
-                native.bindings_ProcessorClose(h)
-            except Exception:
-                pass
+        _release(self, native.bindings_ProcessorClose)
 
 
 class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
