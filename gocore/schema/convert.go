@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -671,14 +670,4 @@ func numLess(a, b any) bool {
 	ar, ok1 := ratOf(an)
 	br, ok2 := ratOf(bn)
 	return ok1 && ok2 && ar.Cmp(br) < 0
-}
-
-// sortedKeys is a helper for deterministic output.
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -20,7 +20,23 @@
 // (property names, const and enum strings, pattern and format strings: no \u
 // escapes except for control characters, no "\/"); bounded numbers take no
 // exponent; the root value has no surrounding whitespace; lone UTF-16 surrogate
-// escapes are never produced. See convert.go for the details of each keyword.
+// escapes are never produced; a schema without "type" is limited to the types
+// its keywords are about ({"properties": ...} means an object), and
+// patternProperties without additionalProperties: false leaves out the keys
+// that match no pattern; string lengths above 5000 and item counts above 2000
+// are capped. "not" is enforced in the forms not {}, not true and
+// not {"type": ...}; other forms are refused.
+//
+// Numbers: integer bounds become exact digit-range grammars (no leading zeros,
+// no -0); number bounds that are integers are exact too (the fraction is split
+// into all-zero and non-zero cases), multipleOf 1, 0.1, 0.01, ... limits the
+// fraction's digits; other bounds and multiples are refused.
+//
+// Regexes (FromRegex, "pattern", patternProperties) go through Go's
+// regexp/syntax. JSON Schema patterns are ECMA-262: ecma.go rewrites the few
+// constructs whose meaning differs in Go ("." and \s, \uXXXX) before parsing.
+// Inside a JSON string the grammar matches the decoded characters: each is
+// written in canonical JSON form, control characters in either escaped form.
 //
 // It knows nothing of tokenizers, vocabularies, the engine or Python: its output
 // is plain GBNF text.

@@ -11,6 +11,7 @@ type SchemaError struct {
 	unsat bool // the schema (part) accepts nothing; anyOf drops such branches
 }
 
+// Error says "schema: at #POINTER: "KEYWORD": MSG".
 func (e *SchemaError) Error() string {
 	ptr := e.Pointer
 	if ptr == "" {
@@ -32,6 +33,7 @@ type Ignored struct {
 	Reason  string // why it could not be enforced
 }
 
+// String says where, what and why.
 func (i Ignored) String() string {
 	return fmt.Sprintf("#%s: %s (%s)", i.Pointer, i.Keyword, i.Reason)
 }
@@ -42,6 +44,7 @@ type RegexError struct {
 	Msg     string
 }
 
+// Error names the pattern and the problem.
 func (e *RegexError) Error() string {
 	return fmt.Sprintf("schema: regex %q: %s", e.Pattern, e.Msg)
 }

@@ -170,7 +170,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			keyAlts = append(keyAlts, seq(lit(`"`), body, lit(`"`)))
+			keyAlts = append(keyAlts, seq(lit(`"`), group(body), lit(`"`)))
 			vs = allOfSchema(vs, patterns.vals[p])
 		}
 		if vs == nil {

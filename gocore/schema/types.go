@@ -133,7 +133,7 @@ func (c *conv) types(o *object, ptr string) ([]string, error) {
 	} else {
 		fams := map[string]bool{}
 		for _, k := range o.keys {
-			if f := familyOf(k); f != "" {
+			if f := familyOf(k); f != "" && !vacuous(o.vals[k]) {
 				fams[f] = true
 			}
 		}
@@ -643,7 +643,7 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return seq(q, body, q), nil
+		return seq(q, group(body), q), nil
 	}
 	if minL > maxMinLength {
 		return "", c.errorf("minLength", ptr, "minLength %d is larger than %d, the most a grammar here may require", minL, maxMinLength)
@@ -924,4 +924,21 @@ func removeTypes(types, excluded []string) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// vacuous reports keyword values that constrain nothing (true, {}, [], 0), so
+// that they do not restrict the inferred type: {"additionalProperties": true}
+// accepts any value, not only objects.
+func vacuous(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case *object:
+		return len(v.keys) == 0
+	case []any:
+		return len(v) == 0
+	case json.Number:
+		return v == "0"
+	}
+	return false
 }

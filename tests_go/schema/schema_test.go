@@ -179,3 +179,14 @@ func TestNotForms(t *testing.T) {
 	assert.True(t, c.accepts(`{"a":1}`))
 	assert.False(t, c.accepts(`{"b":1}`))
 }
+
+// TestPatternTopLevelAlternation: each alternative of an unanchored pattern is
+// anchored on its own side only.
+func TestPatternTopLevelAlternation(t *testing.T) {
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"string","pattern":"^all|tags$"}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	for s, want := range map[string]bool{`"all"`: true, `"allx"`: true, `"tags"`: true, `"xtags"`: true, `"xall"`: false, `"tagsx"`: false} {
+		assert.Equal(t, want, c.accepts(s), s)
+	}
+}
