@@ -163,15 +163,25 @@ test-notebooks: setup
 	$(VPY) -m pytest -q tests_py/test_notebooks.py
 
 # What a user does: `pip install .` into a fresh virtual environment (pip builds the Go
-# extension through setup.py, with build isolation), then use it from outside the checkout.
-wheel: rustlib tools tokenizers
+# extension through setup.py, with build isolation), then use it from outside the checkout:
+# a tokenizer round trip, then the quickstart notebook against the installed package.
+# torch and transformers come from the shared cache through a .pth file (as in .venv)
+# rather than a second multi-GB download; tether itself comes only from the wheel.
+wheel: rustlib tools tokenizers venv
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	 $(PYTHON) -m venv $$tmp/venv; \
 	 $$tmp/venv/bin/python -m pip install --no-input -q . ; \
 	 cd $$tmp && $$tmp/venv/bin/python -c 'import tether, sys; \
 	   t = tether.Tokenizer.from_file(sys.argv[1]); ids = t.encode("Hello, world!"); \
 	   assert ids == [9906, 11, 1917, 0] and t.decode(ids) == "Hello, world!", ids; \
-	   print("wheel ok: tether", tether.__version__, "from", tether.__file__)' $(ROOT)/build/tokenizers/llama3/tokenizer.json
+	   print("wheel ok: tether", tether.__version__, "from", tether.__file__)' $(ROOT)/build/tokenizers/llama3/tokenizer.json; \
+	 site=$$($$tmp/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 deps=$$($(DEPS_DIR)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 echo "import site; site.addsitedir('$$deps')" > $$site/zz-tether-deps.pth; \
+	 mkdir -p $$tmp/nb/notebooks $$tmp/nb/tests && cp $(ROOT)/notebooks/*.ipynb $$tmp/nb/notebooks/ && \
+	   cp $(ROOT)/tests_py/test_notebooks.py $$tmp/nb/tests/; \
+	 cd $$tmp/nb && $$tmp/venv/bin/python -c 'import tether; assert "site-packages" in tether.__file__, tether.__file__' && \
+	   TETHER_TOKENIZERS=$(ROOT)/build/tokenizers $$tmp/venv/bin/python -m pytest -q -p no:cacheprovider --rootdir=$$tmp/nb tests/test_notebooks.py
 
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
