@@ -3,6 +3,7 @@ package bindings
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 
@@ -164,29 +165,33 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 
 var negInf = float32(math.Inf(-1))
 
-// applyMask sets out[i] = in[i] where bit i of mask is set and masked elsewhere.
+// applyMask sets out[i] = in[i] where bit i of mask is set and masked elsewhere. It
+// copies the row in one bulk move (skipped when out and in are the same memory), then
+// writes only the masked positions, walking the zero bits of each word.
 func applyMask[T float32 | uint16](out, in []T, mask []uint32, masked T) {
 	n := len(in)
-	for w, bits := range mask {
+	if len(out) > 0 && &out[0] != &in[0] {
+		copy(out, in)
+	}
+	for w, word := range mask {
 		lo := w * 32
 		if lo >= n {
 			break
 		}
+		if word == ^uint32(0) {
+			continue
+		}
 		hi := min(lo+32, n)
-		switch bits {
-		case 0:
-			for i := lo; i < hi; i++ {
-				out[i] = masked
+		if word == 0 {
+			row := out[lo:hi]
+			for i := range row {
+				row[i] = masked
 			}
-		case ^uint32(0):
-			copy(out[lo:hi], in[lo:hi])
-		default:
-			for i := lo; i < hi; i++ {
-				if bits&(1<<(i-lo)) != 0 {
-					out[i] = in[i]
-				} else {
-					out[i] = masked
-				}
+			continue
+		}
+		for z := ^word; z != 0; z &= z - 1 {
+			if i := lo + bits.TrailingZeros32(z); i < hi {
+				out[i] = masked
 			}
 		}
 	}

@@ -232,6 +232,17 @@ def test_dtypes_and_layouts(dtype: torch.dtype, contiguous: bool) -> None:
         assert torch.all(out[row][~finite] == float("-inf"))
 
 
+def test_inplace_matches_copy() -> None:
+    tok = tokenizer_for("llama3")
+    scores = torch.randn((2, len(tok)))
+    ids = torch.tensor([[5], [6]])
+    copy = tether.RegexLogitsProcessor(r"[0-9]+", tok)(ids, scores)
+    assert copy is not scores and torch.isfinite(scores).all(), "the default leaves scores alone"
+    inplace = tether.RegexLogitsProcessor(r"[0-9]+", tok, inplace=True)
+    out = inplace(ids, scores)
+    assert out is scores and torch.equal(out, copy)
+
+
 def test_lazy_trigger_word() -> None:
     """Before the trigger the text is free; from the trigger word on, the grammar rules."""
     tok = tokenizer_for("llama3")
@@ -293,7 +304,7 @@ def test_many_processor_lifecycles_do_not_leak() -> None:
     scores = torch.zeros((1, len(tok)))
     ids = torch.tensor([[1, 450]])
 
-    def rss_mb() -> float:
+    def rss_mb() -> float:  # resident set size, from /proc
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 

@@ -271,6 +271,10 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
     Disallowed tokens get ``-inf``. End-of-generation tokens are allowed exactly when the
     grammar can end; a row that has ended or that holds a token the grammar rejects (for
     instance because another processor overrode the mask) is only offered end tokens.
+
+    Like transformers' own processors it returns a new tensor. ``inplace=True`` writes into
+    the given CPU scores instead, which saves a copy of the row per step; do not combine it
+    with ``output_logits=True``, whose raw logits would then show the mask.
     """
 
     def __init__(
@@ -281,7 +285,9 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         root: str = "root",
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        inplace: bool = False,
     ) -> None:
+        self.inplace = inplace
         self.vocab = Vocabulary.from_hf(tokenizer, eos_token_id)
         self.grammar = Grammar(self.vocab, grammar, root, triggers)
         self._handle = call(native.bindings_ProcessorNew, self.grammar._handle, error=GrammarError)
@@ -310,7 +316,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             if scores.device.type == "cpu" and dtype is not None:
                 # CPU: Go copies each row with -inf where masked, in one pass.
                 src = scores.contiguous()
-                out = torch.empty_like(src)
+                out = src if self.inplace and src is scores else torch.empty_like(src)
                 call(
                     native.bindings_ProcessorApply, self._handle, src.data_ptr(), out.data_ptr(),
                     batch, vocab_size, dtype, error=TetherError,
@@ -368,11 +374,12 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
         strict_objects: bool = False,
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        inplace: bool = False,
     ) -> None:
         gbnf, self.ignored = json_schema_to_gbnf(
             schema, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects
         )
-        super().__init__(gbnf, tokenizer, triggers=triggers, eos_token_id=eos_token_id)
+        super().__init__(gbnf, tokenizer, triggers=triggers, eos_token_id=eos_token_id, inplace=inplace)
 
 
 class RegexLogitsProcessor(GrammarLogitsProcessor):
@@ -386,8 +393,11 @@ class RegexLogitsProcessor(GrammarLogitsProcessor):
         *,
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        inplace: bool = False,
     ) -> None:
-        super().__init__(regex_to_gbnf(pattern), tokenizer, triggers=triggers, eos_token_id=eos_token_id)
+        super().__init__(
+            regex_to_gbnf(pattern), tokenizer, triggers=triggers, eos_token_id=eos_token_id, inplace=inplace
+        )
 
 
 def allowed_token_ids(mask_words: np.ndarray, vocab_size: int) -> np.ndarray:
