@@ -44,7 +44,7 @@ GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench bench-py
+        tools rustlib venv tokenizers native bench bench-py bench-model
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -185,6 +185,11 @@ wheel: rustlib tools tokenizers venv
 
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
+
+# Standalone Go generation vs PyTorch CPU on a SmolLM-135M-shaped random f32 model:
+# decode and prefill tokens/s and their ratio, same threads, same run (~1 min).
+bench-model: setup build
+	$(VPY) tests_py/bench_model.py
 
 # Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths).
 bench-py: setup

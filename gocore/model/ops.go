@@ -1,0 +1,138 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// RMSNorm writes dst[i] = weight[i] · x[i] / sqrt(mean(x²) + eps), Llama's RMSNorm
+// (the mean is accumulated in float64). dst may be x. len(weight) == len(x) == len(dst).
+func RMSNorm(dst, x, weight []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		dst[i] = weight[i] * (v * inv)
+	}
+}
+
+// SiLUMul writes gate[i] = silu(gate[i]) · up[i], the SwiGLU activation, where
+// silu(g) = g / (1 + e^-g).
+func SiLUMul(gate, up []float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		gate[i] = float32(float64(g)/(1+math.Exp(-float64(g)))) * up[i]
+	}
+}
+
+// softmax normalizes s in place to probabilities.
+func softmax(s []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range s {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range s {
+		e := math.Exp(float64(v - mx))
+		s[i] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	for i := range s {
+		s[i] *= inv
+	}
+}
+
+// RoPE holds the rotary position embedding of one model: inverse frequencies per pair
+// of head dimensions, after any llama3 or linear scaling. It rotates in Hugging Face's
+// rotate_half convention: dimension i pairs with i + headDim/2 (not interleaved pairs).
+type RoPE struct {
+	headDim int
+	invFreq []float32 // headDim/2 entries
+}
+
+// NewRoPE computes the inverse frequencies theta^(-2i/headDim) (in float32, as
+// transformers does) and applies scaling (nil: none).
+func NewRoPE(headDim int, theta float64, scaling *RopeScaling) (*RoPE, error) {
+	if headDim <= 0 || headDim%2 != 0 {
+		return nil, fmt.Errorf("model: rotary embeddings need a positive even head dimension, got %d", headDim)
+	}
+	if theta <= 0 {
+		return nil, fmt.Errorf("model: rope_theta must be positive, got %g", theta)
+	}
+	half := headDim / 2
+	inv := make([]float32, half)
+	for i := range inv {
+		e := float32(2*i) / float32(headDim)
+		inv[i] = 1 / float32(math.Pow(theta, float64(e)))
+	}
+	if scaling != nil {
+		switch scaling.Type {
+		case "linear":
+			for i := range inv {
+				inv[i] = float32(float64(inv[i]) / scaling.Factor)
+			}
+		case "llama3":
+			old := float64(scaling.OriginalMaxPositions)
+			lowWave := old / scaling.LowFreqFactor
+			highWave := old / scaling.HighFreqFactor
+			for i, f := range inv {
+				fr := float64(f)
+				wave := 2 * math.Pi / fr
+				switch {
+				case wave < highWave: // high frequency: unchanged
+				case wave > lowWave: // low frequency: divided by factor
+					inv[i] = float32(fr / scaling.Factor)
+				default: // in between: interpolate
+					smooth := (old/wave - scaling.LowFreqFactor) / (scaling.HighFreqFactor - scaling.LowFreqFactor)
+					inv[i] = float32((1-smooth)*fr/scaling.Factor + smooth*fr)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("model: rope scaling type %q is not supported", scaling.Type)
+		}
+	}
+	return &RoPE{headDim: headDim, invFreq: inv}, nil
+}
+
+// HeadDim returns the head dimension the embedding rotates.
+func (r *RoPE) HeadDim() int { return r.headDim }
+
+// InvFreq returns a copy of the inverse frequencies (headDim/2 entries).
+func (r *RoPE) InvFreq() []float32 { return append([]float32(nil), r.invFreq...) }
+
+// CosSin fills cos and sin (headDim/2 entries each) for position pos: the angle of
+// pair i is pos·invFreq[i], rounded to float32 before cos and sin as in transformers.
+func (r *RoPE) CosSin(pos int, cos, sin []float32) {
+	for i, f := range r.invFreq {
+		a := float64(float32(pos) * f)
+		cos[i] = float32(math.Cos(a))
+		sin[i] = float32(math.Sin(a))
+	}
+}
+
+// Rotate rotates every head of x (a whole number of heads of headDim values, laid out
+// head after head) by the angles whose cosines and sines CosSin gave:
+// x'[i] = x[i]·cos[i] − x[i+h]·sin[i] and x'[i+h] = x[i+h]·cos[i] + x[i]·sin[i], h = headDim/2.
+func (r *RoPE) Rotate(x, cos, sin []float32) {
+	half := r.headDim / 2
+	for base := 0; base+r.headDim <= len(x); base += r.headDim {
+		a := x[base : base+half]
+		b := x[base+half : base+r.headDim]
+		for i := range a {
+			x0, x1 := a[i], b[i]
+			a[i] = x0*cos[i] - x1*sin[i]
+			b[i] = x1*cos[i] + x0*sin[i]
+		}
+	}
+}
+
+// Apply rotates every head of x for position pos (CosSin then Rotate).
+func (r *RoPE) Apply(x []float32, pos int) {
+	half := r.headDim / 2
+	cs := make([]float32, 2*half)
+	r.CosSin(pos, cs[:half], cs[half:])
+	r.Rotate(x, cs[:half], cs[half:])
+}

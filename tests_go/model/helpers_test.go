@@ -1,0 +1,147 @@
+package model_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stTensor is one tensor to write into a hand-made safetensors file.
+type stTensor struct {
+	name  string
+	dtype string // "F32", "BF16", "F16"
+	shape []int
+	raw   []byte // little-endian element bytes
+}
+
+func f32Bytes(v ...float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func u16Bytes(v ...uint16) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return b
+}
+
+// writeSafetensors writes the format by hand: an 8-byte little-endian header length,
+// the JSON header (padded with spaces to a multiple of 8, as the reference writer does)
+// and the tensors' bytes back to back in the order given.
+func writeSafetensors(t testing.TB, path string, tensors []stTensor) {
+	t.Helper()
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	for _, ts := range tensors {
+		header[ts.name] = map[string]any{"dtype": ts.dtype, "shape": ts.shape,
+			"data_offsets": []int{len(data), len(data) + len(ts.raw)}}
+		data = append(data, ts.raw...)
+	}
+	h, err := json.Marshal(header)
+	require.NoError(t, err)
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := make([]byte, 8, 8+len(h)+len(data))
+	binary.LittleEndian.PutUint64(out, uint64(len(h)))
+	out = append(append(out, h...), data...)
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+}
+
+// tinyConfig is a Llama config small enough to write by hand.
+type tinyConfig struct {
+	Arch                                  string
+	Hidden, Inter, Layers, Heads, KVHeads int
+	Vocab                                 int
+	Tie, QKVBias                          bool
+}
+
+func (c tinyConfig) json() map[string]any {
+	m := map[string]any{
+		"architectures": []string{c.Arch}, "hidden_size": c.Hidden, "intermediate_size": c.Inter,
+		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
+		"vocab_size": c.Vocab, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+		"rope_theta": 10000.0, "tie_word_embeddings": c.Tie, "hidden_act": "silu",
+	}
+	return m
+}
+
+// tensorsFor returns random f32 weights of the right shapes for c.
+func tensorsFor(c tinyConfig, seed uint64) []stTensor {
+	r := rand.New(rand.NewPCG(seed, 1))
+	hd := c.Hidden / c.Heads
+	rnd := func(name string, scale float32, mean float32, shape ...int) stTensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = mean + scale*float32(r.NormFloat64())
+		}
+		return stTensor{name, "F32", shape, f32Bytes(v...)}
+	}
+	ts := []stTensor{rnd("model.embed_tokens.weight", 0.5, 0, c.Vocab, c.Hidden)}
+	for l := 0; l < c.Layers; l++ {
+		p := "model.layers." + itoa(l) + "."
+		ts = append(ts,
+			rnd(p+"input_layernorm.weight", 0.1, 1, c.Hidden),
+			rnd(p+"post_attention_layernorm.weight", 0.1, 1, c.Hidden),
+			rnd(p+"self_attn.q_proj.weight", 0.2, 0, c.Heads*hd, c.Hidden),
+			rnd(p+"self_attn.k_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
+			rnd(p+"self_attn.v_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
+			rnd(p+"self_attn.o_proj.weight", 0.2, 0, c.Hidden, c.Heads*hd),
+			rnd(p+"mlp.gate_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+			rnd(p+"mlp.up_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+			rnd(p+"mlp.down_proj.weight", 0.2, 0, c.Hidden, c.Inter),
+		)
+		if c.QKVBias {
+			ts = append(ts,
+				rnd(p+"self_attn.q_proj.bias", 0.1, 0, c.Heads*hd),
+				rnd(p+"self_attn.k_proj.bias", 0.1, 0, c.KVHeads*hd),
+				rnd(p+"self_attn.v_proj.bias", 0.1, 0, c.KVHeads*hd))
+		}
+	}
+	ts = append(ts, rnd("model.norm.weight", 0.1, 1, c.Hidden))
+	if !c.Tie {
+		ts = append(ts, rnd("lm_head.weight", 0.5, 0, c.Vocab, c.Hidden))
+	}
+	return ts
+}
+
+// writeModel writes config.json (with overrides) and model.safetensors into a new dir.
+func writeModel(t testing.TB, c tinyConfig, tensors []stTensor, override map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := c.json()
+	for k, v := range override {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = v
+		}
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644))
+	sort.Slice(tensors, func(i, j int) bool { return tensors[i].name < tensors[j].name })
+	writeSafetensors(t, filepath.Join(dir, "model.safetensors"), tensors)
+	return dir
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}

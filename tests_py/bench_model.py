@@ -1,0 +1,172 @@
+"""Go (tether generate) vs PyTorch CPU on a SmolLM-135M-shaped random model, f32.
+
+Builds LlamaForCausalLM with SmolLM-135M's shape (hidden 576, 30 layers, 9 query heads
+sharing 3 key/value heads, intermediate 1536, vocab 49152, tied embeddings, rope_theta
+10000) and random weights, saves it as f32 safetensors with the Llama-2 tokenizer (no
+SmolLM tokenizer is among the test tokenizers). The tokenizer has 32,000 tokens; the model
+keeps SmolLM's 49,152 rows, so ids 32,000..49,151 are padding the tokenizer never produces
+(gocore/vocab treats them as such) and the products have exactly SmolLM's sizes.
+
+Then, in the same run and with the same number of threads (2 unless --threads):
+- Go: `tether generate --temp 0 --ignore-eog`, reading its prefill and decode tokens/s;
+- PyTorch: torch.set_num_threads(threads), one forward over the prompt (prefill), then
+  one forward per token with the KV cache (DynamicCache) and argmax (decode), under
+  inference_mode: the eager loop `generate` runs, without its bookkeeping.
+Each side runs --repeat times (default 3); the median is reported, with min and max.
+
+    .venv/bin/python tests_py/bench_model.py [--prompt-tokens 128] [--decode-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TETHER = ROOT / "build" / "bin" / "tether"
+TOKENIZERS = Path(os.environ.get("TETHER_TOKENIZERS", ROOT / "build" / "tokenizers"))
+TEXT = (
+    "Grammar-constrained decoding keeps a language model on the rails of a schema: at "
+    "every step the grammar engine computes which tokens may come next and the sampler "
+    "picks only among them. "
+)
+
+
+def build(out: Path) -> None:
+    import shutil
+
+    import torch
+    import transformers
+
+    cfg = transformers.LlamaConfig(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=49152,
+        max_position_embeddings=2048,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to(torch.float32)
+    model.save_pretrained(out)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(TOKENIZERS / "llama2" / f, out / f)
+
+
+def prompt_text(tokens: int) -> tuple[str, list[int]]:
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(str(TOKENIZERS / "llama2" / "tokenizer.json"))
+    text = TEXT
+    while len(tok.encode(text).ids) < tokens:
+        text += TEXT
+    ids = tok.encode(text).ids[:tokens]
+    # Cut the text where the ids end, so both sides see exactly `tokens` tokens.
+    text = tok.decode(ids[1:])  # without BOS, which encode adds back
+    ids = tok.encode(text).ids
+    return text, ids
+
+
+def run_go(model: Path, text: str, decode: int, threads: int) -> tuple[float, float, list[int]]:
+    proc = subprocess.run(
+        [
+            str(TETHER), "generate", "--model", str(model), "--prompt", text, "--temp", "0",
+            "--max-tokens", str(decode + 1), "--ignore-eog", "--threads", str(threads), "--json",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GOMAXPROCS": str(threads)},
+    )
+    if proc.returncode != 0:
+        sys.exit(f"tether generate failed:\n{proc.stderr}")
+    out = json.loads(proc.stdout)
+    return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"]
+
+
+def run_torch(model, ids: list[int], decode: int) -> tuple[float, float]:
+    import torch
+    from transformers import DynamicCache
+
+    with torch.inference_mode():
+        x = torch.tensor([ids])
+        cache = DynamicCache()
+        t0 = time.perf_counter()
+        out = model(input_ids=x, past_key_values=cache, use_cache=True)
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        t1 = time.perf_counter()
+        for _ in range(decode):
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        t2 = time.perf_counter()
+    return len(ids) / (t1 - t0), decode / (t2 - t1)
+
+
+def summary(xs: list[float]) -> str:
+    return f"{statistics.median(xs):8.1f}  (min {min(xs):.1f}, max {max(xs):.1f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--model-dir", type=Path, help="reuse (or create) the model here")
+    args = ap.parse_args()
+    if not TETHER.exists():
+        sys.exit(f"{TETHER} missing: run `make build`")
+
+    import torch
+    import transformers
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
+        d = args.model_dir or Path(tmp) / "smollm-135m-shaped"
+        if not (d / "model.safetensors").exists():
+            d.mkdir(parents=True, exist_ok=True)
+            t = time.perf_counter()
+            build(d)
+            print(f"built {d} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+        text, ids = prompt_text(args.prompt_tokens)
+        model = transformers.LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+        run_torch(model, ids[:8], 2)  # warm-up: first-call allocations and kernels
+
+        go_pre, go_dec, torch_pre, torch_dec = [], [], [], []
+        for _ in range(args.repeat):  # interleaved, so drift in the machine hits both
+            p, dcd, go_ids = run_go(d, text, args.decode_tokens, args.threads)
+            if go_ids != ids:
+                sys.exit("Go tokenized the prompt differently from the tokenizers package")
+            go_pre.append(p)
+            go_dec.append(dcd)
+            p, dcd = run_torch(model, ids, args.decode_tokens)
+            torch_pre.append(p)
+            torch_dec.append(dcd)
+
+    print(
+        f"SmolLM-135M-shaped f32, {len(ids)}-token prompt, {args.decode_tokens} decode "
+        f"tokens, {args.threads} threads, median of {args.repeat} (tokens/s)"
+    )
+    print(f"  decode   go {summary(go_dec)}   torch {summary(torch_dec)}")
+    print(f"  prefill  go {summary(go_pre)}   torch {summary(torch_pre)}")
+    rd = statistics.median(go_dec) / statistics.median(torch_dec)
+    rp = statistics.median(go_pre) / statistics.median(torch_pre)
+    print(f"  ratio go/torch: decode {rd:.2f}x, prefill {rp:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
