@@ -107,6 +107,15 @@ func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
 	})
 }
 
+// ProcessorStepApply is ProcessorStep followed by ProcessorApply in one call: the
+// per-step path of the Python processor for CPU scores.
+func ProcessorStepApply(h int64, ids uintptr, batch, seqLen int, src, dst uintptr, vocabSize int, dtype string) (int, error) {
+	if _, err := ProcessorStep(h, ids, batch, seqLen); err != nil {
+		return 0, err
+	}
+	return ProcessorApply(h, src, dst, batch, vocabSize, dtype)
+}
+
 // ProcessorApply copies scores [batch × vocab] from src to dst, writing -inf for every
 // token the row's grammar state does not allow (after ProcessorStep). dtype is
 // "float32", "bfloat16" or "float16" (CPU, contiguous); src and dst may be the same
@@ -156,11 +165,36 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 		defer p.mu.Unlock()
 		eog := p.eogBits(words)
 		p.sess.FillAll(words, eog, workers(batch))
-		for r := 0; r < batch; r++ {
-			apply(r, p.sess.Mask(r, words, eog))
+		masks := make([][]uint32, batch)
+		for r := range masks {
+			masks[r] = p.sess.Mask(r, words, eog)
 		}
+		parallelRows(batch, func(r int) { apply(r, masks[r]) })
 		return batch, nil
 	})
+}
+
+// parallelRows runs f for every row, on up to GOMAXPROCS goroutines when there are
+// several rows (each row's scores are separate memory).
+func parallelRows(batch int, f func(r int)) {
+	w := workers(batch)
+	if w <= 1 {
+		for r := 0; r < batch; r++ {
+			f(r)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < w; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for r := g; r < batch; r += w {
+				f(r)
+			}
+		}(g)
+	}
+	wg.Wait()
 }
 
 var negInf = float32(math.Inf(-1))

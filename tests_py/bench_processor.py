@@ -3,7 +3,7 @@
 Steps a JSONSchemaLogitsProcessor through the tokens of a valid JSON document, the way
 generate calls it (input_ids growing by one token per step), with CPU float32 scores over
 the real Llama-3 vocabulary, at batch 1 and 8, and prints p50/p90/p99 per step for both the
-fp32 fast path and the bitmask path (what GPU and fp16/bf16 scores take).
+fp32 and bf16 paths (both masked by Go on CPU), and with inplace=True (no row copy).
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def run(tok: PreTrainedTokenizerFast, batch: int, fp32_fast: bool, repeat: int = 5) -> dict[str, float]:
+def run(tok: PreTrainedTokenizerFast, batch: int, fp32_fast: bool, repeat: int = 5, inplace: bool = False) -> dict[str, float]:
     doc_ids = tok.encode(json.dumps(DOC), add_special_tokens=False)
     prompt = [tok.bos_token_id or 0]
     times: list[float] = []
     for _ in range(repeat):
-        proc = tether.JSONSchemaLogitsProcessor(SCHEMA, tok)
+        proc = tether.JSONSchemaLogitsProcessor(SCHEMA, tok, inplace=inplace)
         for i in range(len(doc_ids)):
             ids = torch.tensor([prompt + doc_ids[:i]] * batch)
             scores = torch.randn((batch, len(tok)))
@@ -55,6 +55,7 @@ def run(tok: PreTrainedTokenizerFast, batch: int, fp32_fast: bool, repeat: int =
             out = proc(ids, scores)
             times.append(1e6 * (time.perf_counter() - t0))
             assert torch.isfinite(out[0, doc_ids[i]]), f"step {i}: the document's next token was masked"
+            assert (out is scores) == inplace
     first_pass = len(doc_ids)
     warm = times[first_pass:]
     return {"steps": len(times), "p50_us": statistics.median(warm), "p90_us": pct(warm, 0.9),
@@ -65,9 +66,9 @@ def main() -> int:
     tok = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_path("llama3")), bos_token="<|begin_of_text|>")
     results = {}
     for batch in (1, 8):
-        for fast in (True, False):
-            key = f"batch{batch}_{'fp32' if fast else 'bf16'}"
-            results[key] = run(tok, batch, fast)
+        for fast, inplace in ((True, False), (False, False), (True, True)):
+            key = f"batch{batch}_{'fp32' if fast else 'bf16'}{'_inplace' if inplace else ''}"
+            results[key] = run(tok, batch, fast, inplace=inplace)
             print(key, json.dumps({k: round(v, 1) for k, v in results[key].items()}), flush=True)
     return 0
 

@@ -309,19 +309,22 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
 
         with self._lock:
             batch, seq_len = input_ids.shape
-            ids = input_ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
-            call(native.bindings_ProcessorStep, self._handle, ids.data_ptr(), batch, seq_len, error=TetherError)
+            ids = input_ids
+            if ids.device.type != "cpu" or ids.dtype != torch.int64 or not ids.is_contiguous():
+                ids = ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
             vocab_size = scores.shape[-1]
             dtype = _GO_DTYPES.get(scores.dtype)
             if scores.device.type == "cpu" and dtype is not None:
-                # CPU: Go copies each row with -inf where masked, in one pass.
+                # CPU: one Go call finds each row's state and copies the row with -inf
+                # where masked, in one pass.
                 src = scores.contiguous()
                 out = src if self.inplace and src is scores else torch.empty_like(src)
                 call(
-                    native.bindings_ProcessorApply, self._handle, src.data_ptr(), out.data_ptr(),
-                    batch, vocab_size, dtype, error=TetherError,
+                    native.bindings_ProcessorStepApply, self._handle, ids.data_ptr(), batch, seq_len,
+                    src.data_ptr(), out.data_ptr(), vocab_size, dtype, error=TetherError,
                 )
                 return out
+            call(native.bindings_ProcessorStep, self._handle, ids.data_ptr(), batch, seq_len, error=TetherError)
             # GPU (or another dtype): Go fills a CPU bitmask (pinned for CUDA); torch copies
             # it over and applies it, so the scores never leave the device.
             words = (vocab_size + 31) // 32
