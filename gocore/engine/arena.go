@@ -46,7 +46,7 @@ type config struct {
 
 // arena interns nodes and configurations and memoizes byte transitions between
 // configurations. It is not safe for concurrent use: each Matcher family owns one,
-// and the Grammar owns one for position analysis (guarded by its posMu).
+// and the Grammar keeps a pool for position analyses (one per analysis at a time).
 type arena struct {
 	g        *Grammar
 	nodes    []node

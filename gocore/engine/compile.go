@@ -83,8 +83,8 @@ type Grammar struct {
 	lazy *compiledTriggers
 
 	posMu  sync.Mutex
-	slots  map[string]*posSlot // stack prefix -> its context-independent token split
-	local  *arena              // the arena position caches are computed in (posMu)
+	slots  map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
+	arenas []*arena            // idle arenas position caches are computed in (posMu)
 	follow [][8]uint32         // per rule: first bytes that may follow it
 }
 
@@ -94,6 +94,7 @@ type options struct {
 	maxStacks int
 	maxWork   int
 	triggers  *Triggers
+	noShare   bool // do not share position caches across grammars
 }
 
 // Option configures Compile.
@@ -175,7 +176,6 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (gr *Grammar, err er
 		}
 	}
 	gr.slots = map[string]*posSlot{}
-	gr.local = newArena(gr)
 	gr.computeFollow()
 	// Build the start state once now, so explosive grammars fail here, not later.
 	a := newArena(gr)
@@ -406,11 +406,16 @@ func (gr *Grammar) computeFollow() {
 	// first[r]: first bytes of nonempty strings of r; nullable[r].
 	first := make([][8]uint32, n)
 	nullable := make([]bool, n)
+	classFirst := make([][8]uint32, len(gr.classes))
+	for i := range gr.classes {
+		addClassFirstBytes(&gr.classes[i], &classFirst[i])
+	}
 	elemFirst := func(e elem, dst *[8]uint32) bool { // returns nullable
 		switch e.op {
 		case opChar:
-			c := &gr.classes[e.arg]
-			addClassFirstBytes(c, dst)
+			for k := range dst {
+				dst[k] |= classFirst[e.arg][k]
+			}
 			return false
 		case opRef:
 			for k := range dst {
@@ -444,24 +449,52 @@ func (gr *Grammar) computeFollow() {
 		}
 	}
 	follow := make([][8]uint32, n)
+	// Per alternative, sufF[j]/sufN[j] are the first bytes and nullability of the
+	// rest of the alternative from its j-th element (a suffix pass, so each round is
+	// linear in the program's size).
+	var sufF [][8]uint32
+	var sufN []bool
 	for changed := true; changed; {
 		changed = false
 		for r := 0; r < n; r++ {
 			for _, a := range gr.rules[r] {
-				for i := a; gr.elems[i].op != opEnd; i++ {
-					e := gr.elems[i]
+				end := a
+				for gr.elems[end].op != opEnd {
+					end++
+				}
+				l := int(end - a)
+				if cap(sufF) < l+1 {
+					sufF = make([][8]uint32, l+1)
+					sufN = make([]bool, l+1)
+				}
+				sufF, sufN = sufF[:l+1], sufN[:l+1]
+				sufF[l], sufN[l] = [8]uint32{}, true
+				hasRef := false
+				for j := l - 1; j >= 0; j-- {
+					e := gr.elems[a+int32(j)]
+					hasRef = hasRef || e.op == opRef
+					var f [8]uint32
+					null := elemFirst(e, &f)
+					if null {
+						for k := range f {
+							f[k] |= sufF[j+1][k]
+						}
+					}
+					sufF[j], sufN[j] = f, null && sufN[j+1]
+				}
+				if !hasRef {
+					continue
+				}
+				for j := 0; j < l; j++ {
+					e := gr.elems[a+int32(j)]
 					if e.op != opRef {
 						continue
 					}
 					f := follow[e.arg]
-					restNull := true
-					for j := i + 1; gr.elems[j].op != opEnd; j++ {
-						if !elemFirst(gr.elems[j], &f) {
-							restNull = false
-							break
-						}
+					for k := range f {
+						f[k] |= sufF[j+1][k]
 					}
-					if restNull {
+					if sufN[j+1] {
 						for k := range f {
 							f[k] |= follow[r][k]
 						}

@@ -91,9 +91,13 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		if pc.overflow != nil {
 			m.err = pc.overflow
 		}
-		orWords(mask, pc.accepted)
+		pc.orInto(mask)
 		if len(pc.sub) > 1 {
 			m.walk(pc.sub, gr.cfg, mask, limit)
+		} else if pc.uncertain > 0 && pc.sub == nil {
+			// Not expected (slotOf never picks a cache without a trie of its
+			// uncertain tokens): the exact walk.
+			m.walk(g.trie.nodes, gr.cfg, mask, limit)
 		}
 	}
 	if p.partial != cfgDead {

@@ -27,6 +27,11 @@ type trie struct {
 	size     int
 	isEOG    []bool
 	special  []bool
+	shared   *sharedCache // position caches shared by the grammars of this trie
+	// first[i]: the smallest index into order of a token in node i's subtree
+	// (tokens are in preorder, so the subtree holds order[first[i]:first[next]]);
+	// first[len(nodes)] = len(order).
+	first []int32
 }
 
 var trieCache sync.Map // Vocabulary -> *trieSlot
@@ -53,7 +58,7 @@ func trieFor(v Vocabulary) *trie {
 
 func buildTrie(v Vocabulary) *trie {
 	n := v.Size()
-	t := &trie{size: n, isEOG: make([]bool, n), special: make([]bool, n)}
+	t := &trie{size: n, isEOG: make([]bool, n), special: make([]bool, n), shared: newSharedCache()}
 	toks := make([][]byte, n)
 	ids := make([]int32, 0, n)
 	for id := 0; id < n; id++ {
@@ -74,6 +79,15 @@ func buildTrie(v Vocabulary) *trie {
 	})
 	t.order = ids
 	t.nodes, t.maxDepth = buildNodes(len(ids), func(k int) []byte { return toks[ids[k]] }, func(k int) int32 { return int32(k) })
+	t.first = make([]int32, len(t.nodes)+1)
+	t.first[len(t.nodes)] = int32(len(ids))
+	for i := len(t.nodes) - 1; i >= 0; i-- {
+		if nd := &t.nodes[i]; nd.hi > nd.lo {
+			t.first[i] = nd.lo
+		} else {
+			t.first[i] = t.first[i+1]
+		}
+	}
 	return t
 }
 

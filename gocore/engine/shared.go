@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Position caches shared across grammars.
+//
+// A posCache depends only on the vocabulary's token trie and on the grammar
+// structure its analysis can reach: the elements from each stack level's position to
+// the end of that level's alternative, every rule they reference (transitively),
+// whether the stack ends below its levels (bottom), the follow bytes of the deepest
+// level's rule (exitAllowed), and the stack limits (which decide overflow). It does
+// not depend on how elements, rules or classes are numbered. So each slot gets a
+// fingerprint, a SHA-256 of a canonical serialization of exactly that (rules
+// renumbered in the order a deterministic walk first meets them, character classes
+// written out in full), and the analysis result is kept in a per-trie (so
+// per-vocabulary) table keyed by it, which every grammar compiled for the vocabulary
+// consults before analyzing. JSON Schema grammars repeat the same string, number and
+// whitespace rules, so most of their positions are analyzed once per process.
+//
+// Results that hit a stack limit are never shared (their error names a grammar's
+// rule, and their content depends on the order the limit was met).
+
+// DefaultSharedCacheBytes is the default bound on the memory the shared position
+// caches of one vocabulary keep alive (least recently used entries are dropped first;
+// grammars keep the caches they already use).
+const DefaultSharedCacheBytes = 256 << 20
+
+var sharedLimit atomic.Int64
+
+func init() { sharedLimit.Store(DefaultSharedCacheBytes) }
+
+// SetSharedCacheLimit sets the bound, in bytes, on the position caches kept per
+// vocabulary for sharing across grammars (see WithSharedCache); 0 or less disables
+// keeping new ones. It returns the previous bound.
+func SetSharedCacheLimit(bytes int64) int64 {
+	if bytes < 0 {
+		bytes = 0
+	}
+	old := sharedLimit.Swap(bytes)
+	return old
+}
+
+// WithSharedCache says whether the grammar's position caches (the per-position token
+// splits computed on the first visit of a grammar position) are looked up in, and
+// added to, the table shared by all grammars of the same vocabulary (default true).
+// Sharing changes no mask; it only saves the analysis time.
+func WithSharedCache(on bool) Option { return func(o *options) { o.noShare = !on } }
+
+// SharedCacheStats describes the shared position caches of one vocabulary.
+type SharedCacheStats struct {
+	Entries  int   // caches kept
+	Bytes    int64 // their approximate size
+	Hits     int64 // lookups answered from the table
+	Misses   int64 // lookups that had to analyze
+	Analyses int64 // analyses run by grammars of this vocabulary (shared or not)
+}
+
+// SharedCacheStats returns the statistics of the shared position caches of the
+// grammar's vocabulary.
+func (g *Grammar) SharedCacheStats() SharedCacheStats {
+	return g.trie.shared.stats()
+}
+
+type fingerprint [sha256.Size]byte
+
+type sharedEntry struct {
+	key   fingerprint
+	pc    *posCache
+	bytes int64
+}
+
+// sharedCache is the per-trie table of position caches, an LRU bounded by bytes.
+type sharedCache struct {
+	mu    sync.Mutex
+	m     map[fingerprint]*list.Element
+	lru   list.List // front: most recent
+	bytes int64
+
+	hits, misses, analyses atomic.Int64
+}
+
+func newSharedCache() *sharedCache {
+	return &sharedCache{m: map[fingerprint]*list.Element{}}
+}
+
+func (c *sharedCache) get(k fingerprint) *posCache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		c.lru.MoveToFront(e)
+		return e.Value.(*sharedEntry).pc
+	}
+	return nil
+}
+
+func (c *sharedCache) put(k fingerprint, pc *posCache) {
+	limit := sharedLimit.Load()
+	n := pc.bytes()
+	if n > limit {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		old := e.Value.(*sharedEntry)
+		c.bytes += n - old.bytes
+		old.pc, old.bytes = pc, n
+		c.lru.MoveToFront(e)
+	} else {
+		c.m[k] = c.lru.PushFront(&sharedEntry{key: k, pc: pc, bytes: n})
+		c.bytes += n
+	}
+	for c.bytes > limit {
+		e := c.lru.Back()
+		if e == nil {
+			break
+		}
+		se := e.Value.(*sharedEntry)
+		c.lru.Remove(e)
+		delete(c.m, se.key)
+		c.bytes -= se.bytes
+	}
+}
+
+func (c *sharedCache) stats() SharedCacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return SharedCacheStats{Entries: len(c.m), Bytes: c.bytes,
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Analyses: c.analyses.Load()}
+}
+
+// bytes approximates the memory a posCache holds.
+func (pc *posCache) bytes() int64 {
+	return int64(unsafe.Sizeof(*pc)) + 4*int64(len(pc.accepted)+len(pc.acceptIDs)+len(pc.uncList)) +
+		int64(unsafe.Sizeof(trieNode{}))*int64(len(pc.sub)) + 64
+}
+
+// fingerprint hashes everything analyze reads for slot s (see the comment at the
+// top of this file). Any change here must keep it a superset of what analyze,
+// startAt, stepSlow, expand and finish read: a missing input makes two different
+// analyses share one result, which is a soundness bug.
+func (g *Grammar) fingerprint(s *posSlot) fingerprint {
+	b := make([]byte, 0, 256)
+	b = append(b, 'P', 1) // format version
+	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
+	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
+	b = binary.AppendUvarint(b, uint64(g.size))
+	if s.bottom {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	for _, w := range g.follow[g.ruleOf[s.elems[len(s.elems)-1]]] {
+		b = binary.LittleEndian.AppendUint32(b, w)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.elems)))
+
+	local := map[int32]uint32{} // rule -> local number, in order of first reference
+	var queue []int32
+	run := func(i int32) {
+		for ; ; i++ {
+			e := g.elems[i]
+			switch e.op {
+			case opChar:
+				c := &g.classes[e.arg]
+				b = append(b, 'C')
+				if c.neg {
+					b = append(b, 1)
+				} else {
+					b = append(b, 0)
+				}
+				b = binary.AppendUvarint(b, uint64(len(c.ranges)))
+				for _, r := range c.ranges {
+					b = binary.AppendVarint(b, int64(r.Lo))
+					b = binary.AppendVarint(b, int64(r.Hi))
+				}
+			case opRef:
+				id, ok := local[e.arg]
+				if !ok {
+					id = uint32(len(queue))
+					local[e.arg] = id
+					queue = append(queue, e.arg)
+				}
+				b = append(b, 'R')
+				b = binary.AppendUvarint(b, uint64(id))
+			case opToken:
+				b = append(b, 'T')
+				if e.neg {
+					b = append(b, 1)
+				} else {
+					b = append(b, 0)
+				}
+				b = binary.AppendVarint(b, int64(e.arg))
+			case opEnd:
+				b = append(b, 'E')
+				return
+			default:
+				b = append(b, 'X', byte(e.op))
+				b = binary.AppendVarint(b, int64(e.arg))
+			}
+		}
+	}
+	for _, el := range s.elems {
+		run(el)
+	}
+	for q := 0; q < len(queue); q++ {
+		alts := g.rules[queue[q]]
+		b = append(b, 'A')
+		b = binary.AppendUvarint(b, uint64(len(alts)))
+		for _, alt := range alts {
+			run(alt)
+		}
+	}
+	return sha256.Sum256(b)
+}

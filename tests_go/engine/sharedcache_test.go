@@ -1,0 +1,221 @@
+package engine_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+)
+
+// sharedPair compiles src twice for v: with the cross-grammar position cache shared
+// and without.
+func sharedPair(t *testing.T, src string, v engine.Vocabulary) (shared, alone *engine.Grammar) {
+	t.Helper()
+	return compile(t, src, v, engine.WithSharedCache(true)), compile(t, src, v, engine.WithSharedCache(false))
+}
+
+// sameMasks steps a matcher of each grammar through text one byte at a time and
+// requires identical masks before every byte and at the end; it returns the first mask.
+func sameMasks(t *testing.T, a, b *engine.Grammar, text string) []uint32 {
+	t.Helper()
+	size := a.Vocabulary().Size()
+	ma, mb := a.NewMatcher(), b.NewMatcher()
+	wa, wb := make([]uint32, (size+31)/32), make([]uint32, (size+31)/32)
+	var first []uint32
+	for i := 0; i <= len(text); i++ {
+		ma.FillMask(wa)
+		mb.FillMask(wb)
+		require.NoError(t, ma.Err())
+		require.NoError(t, mb.Err())
+		if first == nil {
+			first = append([]uint32(nil), wa...)
+		}
+		if !equalWords(wa, wb) {
+			t.Fatalf("after %q: masks differ (shared vs unshared): %s", text[:i], maskDiff(a.Vocabulary(), wa, wb))
+		}
+		if i == len(text) {
+			break
+		}
+		require.NoError(t, ma.AcceptBytes([]byte{text[i]}), "after %q", text[:i])
+		require.NoError(t, mb.AcceptBytes([]byte{text[i]}), "after %q", text[:i])
+	}
+	return first
+}
+
+func equalWords(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func maskDiff(v engine.Vocabulary, a, b []uint32) string {
+	var out []string
+	for i := range a {
+		for x := a[i] ^ b[i]; x != 0; x &= x - 1 {
+			bit := 0
+			for x>>bit&1 == 0 {
+				bit++
+			}
+			id := i*32 + bit
+			out = append(out, fmt.Sprintf("%d %q (first %v)", id, v.TokenBytes(id), a[i]>>bit&1 == 1))
+			if len(out) >= 10 {
+				return fmt.Sprint(out)
+			}
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+// onlyIn reports whether some token is set in a but not in b.
+func onlyIn(a, b []uint32) bool {
+	for i := range a {
+		if a[i]&^b[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSharedCacheAcrossGrammars: two different grammars (different rule order and
+// numbering, different surroundings) that use the same string rule share its
+// position caches, and their masks are the same as without sharing.
+func TestSharedCacheAcrossGrammars(t *testing.T) {
+	v := llama3Vocab(t)
+	g1 := `root ::= "{" ws "\"name\"" ws ":" ws str ws "}"
+str ::= "\"" chr* "\""
+chr ::= [^"\\\x00-\x1F] | "\\" ["\\/nt]
+ws ::= [ \t\n]*
+`
+	g2 := `pad ::= "pad"
+chr ::= [^"\\\x00-\x1F] | "\\" ["\\/nt]
+list ::= "[" ws str ws ("," ws str ws)* "]"
+str ::= "\"" chr* "\""
+ws ::= [ \t\n]*
+root ::= list | pad
+`
+	s1, u1 := sharedPair(t, g1, v)
+	sameMasks(t, s1, u1, `{"name": "a \"quoted\" väl\\ue"}`)
+	before := s1.SharedCacheStats()
+	s2, u2 := sharedPair(t, g2, v)
+	sameMasks(t, s2, u2, `[ "x\\n y" , "日本語 \"q\""]`)
+	after := s2.SharedCacheStats()
+	require.Greater(t, after.Hits, before.Hits, "the second grammar reused no position cache of the first")
+	require.Greater(t, after.Entries, 0)
+	require.Greater(t, after.Bytes, int64(0))
+}
+
+// TestSharedCacheDoesNotShareDifferentInputs: grammars that differ only in
+// something a position's analysis reads — the bytes that may follow the rule, or a
+// character class deep in a referenced rule — get their own caches, so their masks
+// stay those of the grammar alone.
+func TestSharedCacheDoesNotShareDifferentInputs(t *testing.T) {
+	v := llama3Vocab(t)
+	cases := []struct {
+		name, a, b, text string
+	}{
+		{
+			// The rule w and its frame are the same; only what may follow w (its
+			// follow set) differs: the token ");" leaves w's frame with ';'.
+			name: "follow set",
+			a:    "root ::= w \",\"\nw ::= \")\"\n",
+			b:    "root ::= w \";\"\nw ::= \")\"\n",
+			text: ")",
+		},
+		{
+			// Only a class two references deep differs: " an" fits [a-n] only.
+			name: "deep class",
+			a:    "root ::= \" \" word \"!\"\nword ::= lc lc+\nlc ::= [a-m]\n",
+			b:    "root ::= \" \" word \"!\"\nword ::= lc lc+\nlc ::= [a-n]\n",
+			text: " ab",
+		},
+		{
+			name: "negation",
+			a:    "root ::= \"q\" body\nbody ::= [a-f]+ \"!\"\n",
+			b:    "root ::= \"q\" body\nbody ::= [^a-f]+ \"!\"\n",
+			text: "q",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sa, ua := sharedPair(t, c.a, v)
+			maskA := sameMasks(t, sa, ua, c.text)
+			// The start position of b differs from a's only in what the case
+			// changes: no position cache of a may be used for it.
+			sb, ub := sharedPair(t, c.b, v)
+			before := sb.SharedCacheStats()
+			maskB := make([]uint32, len(maskA))
+			sb.NewMatcher().FillMask(maskB)
+			after := sb.SharedCacheStats()
+			require.Equal(t, before.Hits, after.Hits, "the second grammar reused a position cache of the first")
+			require.Greater(t, after.Misses, before.Misses)
+			// The difference must show in the masks, or the test proves nothing.
+			require.True(t, onlyIn(maskA, maskB) || onlyIn(maskB, maskA), "the grammars' first masks are equal")
+			require.Equal(t, maskB, sameMasks(t, sb, ub, c.text))
+		})
+	}
+}
+
+// TestSharedCacheConcurrent compiles the same grammar many times on several
+// goroutines (all sharing, racing on the same table entries) and checks every mask
+// against a grammar that does not share.
+func TestSharedCacheConcurrent(t *testing.T) {
+	v := llama3Vocab(t)
+	src := `root ::= "{" ws "\"k\"" ws ":" ws (num | str) ws "}"
+num ::= "-"? [0-9]+ ("." [0-9]+)?
+str ::= "\"" [^"\\]* "\""
+ws ::= [ \t]*
+`
+	text := `{ "k" : "abc déf" }`
+	ref := compile(t, src, v, engine.WithSharedCache(false))
+	size := v.Size()
+	want := make([][]uint32, 0, len(text)+1)
+	m := ref.NewMatcher()
+	for i := 0; i <= len(text); i++ {
+		w := make([]uint32, (size+31)/32)
+		m.FillMask(w)
+		want = append(want, w)
+		if i < len(text) {
+			require.NoError(t, m.AcceptBytes([]byte{text[i]}))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := 0; rep < 2; rep++ {
+				gr := compile(t, src, v)
+				m := gr.NewMatcher()
+				mask := make([]uint32, (size+31)/32)
+				for i := 0; i <= len(text); i++ {
+					m.FillMask(mask)
+					if !equalWords(mask, want[i]) {
+						errs <- fmt.Errorf("after %q: mask differs: %s", text[:i], maskDiff(v, mask, want[i]))
+						return
+					}
+					if i < len(text) {
+						if err := m.AcceptBytes([]byte{text[i]}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
