@@ -56,6 +56,18 @@ func (p *processor) eogBits(words int) []uint32 {
 	return p.eog
 }
 
+// masks computes every row's allowed-token bitset at the given width (distinct states
+// once each, in parallel) and returns them by row. The caller holds p.mu.
+func (p *processor) masks(batch, words int) [][]uint32 {
+	eog := p.eogBits(words)
+	p.sess.FillAll(words, eog, workers(batch))
+	out := make([][]uint32, batch)
+	for r := range out {
+		out[r] = p.sess.Mask(r, words, eog)
+	}
+	return out
+}
+
 // ProcessorStep brings the rows up to date with input_ids, a row-major int64
 // [batch × seqLen] buffer, and returns how many chosen tokens the grammar has rejected
 // so far in this generation.
@@ -98,10 +110,8 @@ func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		eog := p.eogBits(words)
-		p.sess.FillAll(words, eog, workers(batch))
-		for r := 0; r < batch; r++ {
-			copy(dst[r*words:(r+1)*words], p.sess.Mask(r, words, eog))
+		for r, m := range p.masks(batch, words) {
+			copy(dst[r*words:(r+1)*words], m)
 		}
 		return batch, nil
 	})
@@ -163,12 +173,7 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		eog := p.eogBits(words)
-		p.sess.FillAll(words, eog, workers(batch))
-		masks := make([][]uint32, batch)
-		for r := range masks {
-			masks[r] = p.sess.Mask(r, words, eog)
-		}
+		masks := p.masks(batch, words)
 		parallelRows(batch, func(r int) { apply(r, masks[r]) })
 		return batch, nil
 	})

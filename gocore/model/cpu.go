@@ -67,6 +67,20 @@ func (c *CPU) weight(w Weight) (*cpuWeight, error) {
 	return cw, nil
 }
 
+// operands resolves a product's weight and the float32 data of its input and output.
+func (c *CPU) operands(dst, x *tensor.Dense, w Weight) (cw *cpuWeight, xs, ds []float32, err error) {
+	if cw, err = c.weight(w); err != nil {
+		return nil, nil, nil, err
+	}
+	if xs, err = floats(x); err != nil {
+		return nil, nil, nil, err
+	}
+	if ds, err = floats(dst); err != nil {
+		return nil, nil, nil, err
+	}
+	return cw, xs, ds, nil
+}
+
 // floats returns the backing slice of a float32 Dense.
 func floats(t *tensor.Dense) ([]float32, error) {
 	if t.Dtype() != tensor.Float32 {
@@ -77,15 +91,7 @@ func floats(t *tensor.Dense) ([]float32, error) {
 
 // MatVec computes dst = w·x with the rows of w split over the engine's goroutines.
 func (c *CPU) MatVec(dst, x *tensor.Dense, w Weight) error {
-	cw, err := c.weight(w)
-	if err != nil {
-		return err
-	}
-	xs, err := floats(x)
-	if err != nil {
-		return err
-	}
-	ds, err := floats(dst)
+	cw, xs, ds, err := c.operands(dst, x, w)
 	if err != nil {
 		return err
 	}
@@ -112,15 +118,7 @@ func matVecRows(dst, w []float32, cols int, x []float32, lo, hi int) {
 // MatMul computes dst = x·wᵀ. Each goroutine takes a block of w's rows and, a tile
 // of rows at a time (kept in cache), multiplies it with every row of x.
 func (c *CPU) MatMul(dst, x *tensor.Dense, w Weight) error {
-	cw, err := c.weight(w)
-	if err != nil {
-		return err
-	}
-	xs, err := floats(x)
-	if err != nil {
-		return err
-	}
-	ds, err := floats(dst)
+	cw, xs, ds, err := c.operands(dst, x, w)
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,48 @@ package sampling
 
 import "math"
 
+// mirostatCore is the state both Mirostat versions share: the target surprise tau, the
+// learning rate eta, the running mu, and their own seeded generator.
+type mirostatCore struct {
+	tau, eta      float32
+	mu            float32
+	seed, seedCur uint32
+	rng           MT19937
+}
+
+// Mu returns the current target-surprise state (starts at 2*tau).
+func (s *mirostatCore) Mu() float32 { return s.mu }
+
+// Seed returns the seed in use.
+func (s *mirostatCore) Seed() uint32 { return s.seedCur }
+
+// Accept does nothing: mu is updated in Apply, as in llama.cpp.
+func (*mirostatCore) Accept(int) {}
+
+// reset restores mu = 2*tau and reseeds the generator.
+func (s *mirostatCore) reset() {
+	s.mu = 2 * s.tau
+	s.seedCur = resolveSeed(s.seed)
+	s.rng.Seed(s.seedCur)
+}
+
+// selectAndLearn renormalizes the truncated candidates, samples one, and moves mu by
+// eta times the difference between its surprise and tau.
+func (s *mirostatCore) selectAndLearn(c *Candidates) {
+	c.softmax(true)
+	idx := sampleDiscrete(c.Data, &s.rng)
+	c.Selected = idx
+	observed := -log2f(c.Data[idx].P)
+	s.mu -= float32(s.eta * (observed - s.tau))
+}
+
 // Mirostat is Mirostat 1.0 (llama_sampler_init_mirostat): it estimates the Zipf exponent
 // from the top m candidates, truncates to the k that targets surprise tau, samples, and
 // moves mu by eta times the error. It selects a token itself: nothing follows it.
 type Mirostat struct {
-	nVocab        int
-	tau, eta      float32
-	m             int
-	mu            float32
-	seed, seedCur uint32
-	rng           MT19937
+	mirostatCore
+	nVocab int
+	m      int
 }
 
 // NewMirostat returns a Mirostat v1 sampler (n_vocab, seed, mirostat_tau, mirostat_eta, m;
@@ -29,19 +61,13 @@ func NewMirostat(nVocab int, seed uint32, tau, eta float32, m int) (*Mirostat, e
 	if m < 1 {
 		return nil, paramErr("mirostat_m", m, "must be >= 1")
 	}
-	s := &Mirostat{nVocab: nVocab, tau: tau, eta: eta, m: m, seed: seed}
+	s := &Mirostat{mirostatCore: mirostatCore{tau: tau, eta: eta, seed: seed}, nVocab: nVocab, m: m}
 	s.Reset()
 	return s, nil
 }
 
 // Name returns "mirostat".
 func (*Mirostat) Name() string { return "mirostat" }
-
-// Mu returns the current target-surprise state (starts at 2*tau).
-func (s *Mirostat) Mu() float32 { return s.mu }
-
-// Seed returns the seed in use.
-func (s *Mirostat) Seed() uint32 { return s.seedCur }
 
 // Apply truncates, selects a token and updates mu.
 func (s *Mirostat) Apply(c *Candidates) error {
@@ -65,23 +91,12 @@ func (s *Mirostat) Apply(c *Candidates) error {
 		ki = max(int(k), 1)
 	}
 	topK(c, ki)
-	c.softmax(true)
-	idx := sampleDiscrete(c.Data, &s.rng)
-	c.Selected = idx
-	observed := -log2f(c.Data[idx].P)
-	s.mu -= float32(s.eta * (observed - s.tau))
+	s.selectAndLearn(c)
 	return nil
 }
 
-// Accept does nothing: mu is updated in Apply, as in llama.cpp.
-func (*Mirostat) Accept(int) {}
-
 // Reset restores mu = 2*tau and reseeds the generator.
-func (s *Mirostat) Reset() {
-	s.mu = 2 * s.tau
-	s.seedCur = resolveSeed(s.seed)
-	s.rng.Seed(s.seedCur)
-}
+func (s *Mirostat) Reset() { s.reset() }
 
 // Clone returns a copy with the same state.
 func (s *Mirostat) Clone() Sampler { cp := *s; return &cp }
@@ -89,10 +104,7 @@ func (s *Mirostat) Clone() Sampler { cp := *s; return &cp }
 // MirostatV2 is Mirostat 2.0 (llama_sampler_init_mirostat_v2): keep candidates whose
 // surprise -log2 p is at most mu, sample, and move mu by eta times the error.
 type MirostatV2 struct {
-	tau, eta      float32
-	mu            float32
-	seed, seedCur uint32
-	rng           MT19937
+	mirostatCore
 }
 
 // NewMirostatV2 returns a Mirostat v2 sampler (seed, mirostat_tau, mirostat_eta).
@@ -103,19 +115,13 @@ func NewMirostatV2(seed uint32, tau, eta float32) (*MirostatV2, error) {
 	if err := checkFinite("mirostat_eta", eta); err != nil {
 		return nil, err
 	}
-	s := &MirostatV2{tau: tau, eta: eta, seed: seed}
+	s := &MirostatV2{mirostatCore: mirostatCore{tau: tau, eta: eta, seed: seed}}
 	s.Reset()
 	return s, nil
 }
 
 // Name returns "mirostat-v2".
 func (*MirostatV2) Name() string { return "mirostat-v2" }
-
-// Mu returns the current target-surprise state (starts at 2*tau).
-func (s *MirostatV2) Mu() float32 { return s.mu }
-
-// Seed returns the seed in use.
-func (s *MirostatV2) Seed() uint32 { return s.seedCur }
 
 // Apply truncates by surprise, selects a token and updates mu.
 func (s *MirostatV2) Apply(c *Candidates) error {
@@ -131,23 +137,12 @@ func (s *MirostatV2) Apply(c *Candidates) error {
 		n = 1
 	}
 	c.Data = c.Data[:n]
-	c.softmax(true)
-	idx := sampleDiscrete(c.Data, &s.rng)
-	c.Selected = idx
-	observed := -log2f(c.Data[idx].P)
-	s.mu -= float32(s.eta * (observed - s.tau))
+	s.selectAndLearn(c)
 	return nil
 }
 
-// Accept does nothing: mu is updated in Apply, as in llama.cpp.
-func (*MirostatV2) Accept(int) {}
-
 // Reset restores mu = 2*tau and reseeds the generator.
-func (s *MirostatV2) Reset() {
-	s.mu = 2 * s.tau
-	s.seedCur = resolveSeed(s.seed)
-	s.rng.Seed(s.seedCur)
-}
+func (s *MirostatV2) Reset() { s.reset() }
 
 // Clone returns a copy with the same state.
 func (s *MirostatV2) Clone() Sampler { cp := *s; return &cp }
