@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -42,6 +43,7 @@ type config struct {
 	canEnd  bool    // an entry is nodeBottom between characters
 	tokTops bool    // an entry has a token element on top
 	plan    *maskPlan
+	sigs    []sigResult // ASCII steps computed so far, by the stacks that take the byte
 }
 
 // arena interns nodes and configurations and memoizes byte transitions between
@@ -55,6 +57,7 @@ type arena struct {
 	cfgID    map[string]int32
 	tabs     []*[256]int32 // per configuration: memoized byte transitions, or nil
 	info     []int32       // per configuration: noExit, with exitBit if hasExit
+	loop     []loopBits    // per configuration: which byte kinds lead back to it
 	err      error         // the current operation exceeded the grammar's limits
 	overflow error         // the last such error of a byte step (its transition is dead)
 
@@ -79,6 +82,7 @@ func newArena(g *Grammar) *arena {
 	a.cfgs = append(a.cfgs, config{noExit: cfgDead}) // cfgDead
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, cfgDead)
+	a.loop = append(a.loop, loopBits{})
 	a.cfgID[""] = cfgDead
 	return a
 }
@@ -236,6 +240,7 @@ func (a *arena) internCfg(es []entry) int32 {
 	a.cfgs = append(a.cfgs, c)
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, id)
+	a.loop = append(a.loop, loopBits{})
 	a.cfgID[string(a.key)] = id
 	if exits > 0 {
 		rest := make([]entry, 0, len(es)-exits)
@@ -266,6 +271,78 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
 	}
+	// An ASCII byte's step depends only on which stacks take it: bytes that the
+	// same stacks take (all the letters of an identifier, say) share one
+	// computation.
+	var sig uint64
+	sigOK := false
+	if b < 0x80 {
+		sig, sigOK = a.asciiSig(c, b)
+		if sigOK {
+			if sig == 0 {
+				a.memo(c, b, cfgDead)
+				return cfgDead
+			}
+			for _, r := range a.cfgs[c].sigs {
+				if r.sig == sig {
+					a.memo(c, b, r.nx)
+					return r.nx
+				}
+			}
+		}
+	}
+	ov := a.overflow
+	nx := a.stepCompute(c, b)
+	if sigOK && a.overflow == ov {
+		a.cfgs[c].sigs = append(a.cfgs[c].sigs, sigResult{sig, nx})
+	}
+	a.memo(c, b, nx)
+	return nx
+}
+
+// sigResult is a step of a configuration for the ASCII bytes taken by the stacks
+// in sig (a bit per entry).
+type sigResult struct {
+	sig uint64
+	nx  int32
+}
+
+// asciiSig returns which entries of c take ASCII byte b, a bit per entry; ok is
+// false for a configuration of more than 64 entries.
+func (a *arena) asciiSig(c int32, b byte) (sig uint64, ok bool) {
+	es := a.cfgs[c].entries
+	if len(es) > 64 {
+		return 0, false
+	}
+	for i, e := range es {
+		n := e.node()
+		if n <= nodeExit || e.partial() != 0 {
+			continue
+		}
+		el := a.g.elems[a.nodes[n].elem]
+		if el.op == opChar && a.g.classes[el.arg].ascii[b>>5]&(1<<(b&31)) != 0 {
+			sig |= 1 << uint(i)
+		}
+	}
+	return sig, true
+}
+
+// memo records the step of c on b.
+func (a *arena) memo(c int32, b byte, nx int32) {
+	t := a.tabs[c]
+	if t == nil {
+		t = new([256]int32)
+		for i := range t {
+			t[i] = cfgUnknown
+		}
+		a.tabs[c] = t
+		a.tables++
+	}
+	t[b] = nx
+}
+
+// stepCompute computes the step of c on b.
+func (a *arena) stepCompute(c int32, b byte) int32 {
 	a.out = a.out[:0]
 	a.beginClosure()
 	g := a.g
@@ -292,7 +369,7 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 				continue
 			}
 			if lo, hi := np.span(); overlapsValid(cls, lo, hi) {
-				a.out = append(a.out, mkEntry(n, np))
+				a.out = append(a.out, mkEntry(n, np.freeFor(cls)))
 			}
 			continue
 		}
@@ -301,27 +378,18 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 			continue
 		}
 		if done {
-			if validFor(cp, p.length()) && cls.has(cp) {
+			if p.free() || (validFor(cp, p.length()) && cls.has(cp)) {
 				a.advance(n)
 			}
 			continue
 		}
-		if lo, hi := np.span(); overlapsValid(cls, lo, hi) {
+		if np.free() {
 			a.out = append(a.out, mkEntry(n, np))
+		} else if lo, hi := np.span(); overlapsValid(cls, lo, hi) {
+			a.out = append(a.out, mkEntry(n, np.freeFor(cls)))
 		}
 	}
-	nx := a.finish()
-	t := a.tabs[c]
-	if t == nil {
-		t = new([256]int32)
-		for i := range t {
-			t[i] = cfgUnknown
-		}
-		a.tabs[c] = t
-		a.tables++
-	}
-	t[b] = nx
-	return nx
+	return a.finish()
 }
 
 // stepToken returns the configuration after token id is matched by token elements
@@ -382,4 +450,117 @@ func (a *arena) trim(maxTables int) {
 	}
 	clear(a.tabs)
 	a.tables = 0
+}
+
+// loopBits records, per kind of byte (as in trie.below), whether the byte is known
+// to take a configuration to its run target (yes) or known not to (no). The target
+// is the configuration the first kind asked about leads to.
+type loopBits struct {
+	target  int32 // 0: not set yet
+	yes, no [2]uint64
+}
+
+// runsOn reports whether, from configuration c (one without nodeExit entries,
+// between characters), every valid UTF-8 text of at most h bytes made of the byte
+// kinds in need stays alive inside the frame, whatever the frame's exits: whether
+// each kind takes c to one same configuration, and that one onwards, for h
+// characters, or until the run comes back to a configuration it left (a loop, like
+// `[^"]*`). Counted repetitions unrolled into nested rules (`[^"]{0,40}`) are runs
+// that end after their count. Then every token of a clean trie subtree whose bytes
+// below are need and whose height is at most h is accepted from c without walking
+// it. Answers are memoized per configuration and byte kind.
+func (a *arena) runsOn(c int32, need [2]uint64, h int) bool {
+	start := c
+	for j := 0; j < h; j++ {
+		nx := a.kindsTo(c, need)
+		if nx == cfgDead {
+			return false
+		}
+		if nx == c || nx == start {
+			return true
+		}
+		c = nx
+	}
+	return true
+}
+
+// kindsTo returns the configuration (without exits) every byte kind in need takes
+// c to, or cfgDead if they do not all take it to one live configuration.
+func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
+	lb := &a.loop[c]
+	m0, m1 := need[0]&^lb.yes[0], need[1]&^lb.yes[1]
+	if m0&lb.no[0] != 0 || m1&lb.no[1] != 0 {
+		return cfgDead
+	}
+	for m0|m1 != 0 {
+		var k uint
+		if m0 != 0 {
+			k = uint(bits.TrailingZeros64(m0))
+			m0 &= m0 - 1
+		} else {
+			k = 64 + uint(bits.TrailingZeros64(m1))
+			m1 &= m1 - 1
+		}
+		nx := a.kindTo(c, k)
+		lb = &a.loop[c] // stepping may have grown a.loop
+		if lb.target == 0 && nx != cfgDead {
+			lb.target = nx
+		}
+		if nx != cfgDead && nx == lb.target {
+			lb.yes[k>>6] |= 1 << (k & 63)
+		} else {
+			lb.no[k>>6] |= 1 << (k & 63)
+			return cfgDead
+		}
+	}
+	if lb.target == 0 {
+		return cfgDead
+	}
+	return lb.target
+}
+
+// kindTo returns the live configuration (without exits) byte kind k (see byteKind)
+// takes c to, or cfgDead if the bytes of the kind do not all lead to one. Kind 127
+// stands for every valid multi-byte character.
+func (a *arena) kindTo(c int32, k uint) int32 {
+	to := func(nx int32) int32 {
+		if nx == cfgDead {
+			return cfgDead
+		}
+		return a.info[nx] &^ exitBit
+	}
+	switch k {
+	case 0:
+		x, y := to(a.step(c, 0)), to(a.step(c, 0x7F))
+		if x != y {
+			return cfgDead
+		}
+		return x
+	case 127:
+	default:
+		return to(a.step(c, byte(k)))
+	}
+	// Every stack must take all multi-byte characters or none; then one
+	// character stands for all of them.
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n <= nodeExit {
+			continue
+		}
+		if e.partial() != 0 {
+			return cfgDead
+		}
+		el := a.g.elems[a.nodes[n].elem]
+		if el.op != opChar {
+			continue
+		}
+		if cls := &a.g.classes[el.arg]; !cls.wide && !cls.narrow {
+			return cfgDead
+		}
+	}
+	p := a.step(c, 0xC2)
+	if p == cfgDead {
+		return cfgDead
+	}
+	return to(a.step(a.info[p]&^exitBit, 0xA0)) // U+00A0
 }

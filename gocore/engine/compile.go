@@ -32,6 +32,8 @@ type class struct {
 	ranges []gbnf.Range // sorted, merged (adjacent ranges joined)
 	neg    bool
 	ascii  [4]uint32 // membership of code points < 128, negation applied
+	wide   bool      // holds every valid code point >= 0x80
+	narrow bool      // holds no code point >= 0x80
 }
 
 func (c *class) has(cp rune) bool {
@@ -59,6 +61,31 @@ func (c *class) overlaps(lo, hi rune) bool {
 	return !(i < len(rs) && rs[i].Lo <= lo && rs[i].Hi >= hi)
 }
 
+// covers reports whether every code point in [lo, hi] is in the class.
+func (c *class) covers(lo, hi rune) bool {
+	if lo > hi {
+		return true
+	}
+	if hi < 128 {
+		for cp := lo; cp <= hi; cp++ {
+			if !c.has(cp) {
+				return false
+			}
+		}
+		return true
+	}
+	if lo < 128 {
+		return c.covers(lo, 127) && c.covers(128, hi)
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= lo })
+	if !c.neg {
+		// Ranges are merged, so one range must hold all of [lo, hi].
+		return i < len(rs) && rs[i].Lo <= lo && rs[i].Hi >= hi
+	}
+	return !(i < len(rs) && rs[i].Lo <= hi)
+}
+
 // Grammar is a compiled grammar bound to one Vocabulary. It is immutable once built
 // (its lazily filled caches are safe for concurrent use) and may be shared by any
 // number of Matchers on any goroutines.
@@ -71,6 +98,11 @@ type Grammar struct {
 	classes []class
 	rules   [][]int32 // per rule: start index of each alternative
 	ruleOf  []int32   // per elem: the rule it belongs to
+	tramp   []int32   // per rule R: a two-element program [call R, end] (see slotOf)
+	lead    []int32   // per rule R: the rule every path into R calls first (see leadRule)
+	rem     []uint8   // per elem: most bytes matched from it to its alternative's end (255: more)
+	minLen  []int32   // per rule: fewest bytes it can match (capped at minCap)
+	minRest []int32   // per elem: fewest bytes matched from it to its alternative's end
 	names   []string  // rule names
 	root    int32
 
@@ -264,8 +296,150 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	if gr.classes == nil {
 		gr.classes = []class{}
 	}
+	// Trampolines: per rule R, "call R, then return" as its own little program,
+	// reached by no alternative. Position caches key stacks on them (see slotOf);
+	// their rule is R itself, so the bytes that may follow one are R's follow set.
+	gr.tramp = make([]int32, n)
+	for r := range n {
+		gr.tramp[r] = int32(len(gr.elems))
+		gr.elems = append(gr.elems, elem{op: opRef, arg: int32(r)}, elem{op: opEnd})
+		gr.ruleOf = append(gr.ruleOf, int32(r), int32(r))
+	}
+	gr.lead = make([]int32, n)
+	for r := range n {
+		gr.lead[r] = gr.leadRule(int32(r))
+	}
+	gr.computeRem()
+	gr.computeMinLen()
 	return gr.checkLeftRecursion(g)
 }
+
+// leadRule follows, from rule r, the chain of rules whose every alternative starts by
+// calling one same rule (expression ::= term ..., term ::= factor ...) and returns
+// the last rule of the chain (r itself if r's alternatives start differently).
+func (gr *Grammar) leadRule(r int32) int32 {
+	for steps := 0; steps < len(gr.rules); steps++ {
+		next := int32(-1)
+		for _, alt := range gr.rules[r] {
+			e := gr.elems[alt]
+			if e.op != opRef || (next >= 0 && e.arg != next) {
+				return r
+			}
+			next = e.arg
+		}
+		if next < 0 || next == r {
+			return r
+		}
+		r = next
+	}
+	return r
+}
+
+// computeRem fills gr.rem: for each element, an upper bound on the bytes its
+// alternative can match from there to its end (remMany if unbounded or large).
+func (gr *Grammar) computeRem() {
+	const inProgress = -1
+	ruleMax := make([]int, len(gr.rules))
+	for i := range ruleMax {
+		ruleMax[i] = -2 // not computed
+	}
+	var altBound func(i int32) int
+	ruleBound := func(r int32) int {
+		switch ruleMax[r] {
+		case inProgress:
+			return remMany // recursive: unbounded
+		case -2:
+			ruleMax[r] = inProgress
+			m := 0
+			for _, alt := range gr.rules[r] {
+				m = max(m, altBound(alt))
+			}
+			ruleMax[r] = m
+		}
+		return ruleMax[r]
+	}
+	cost := func(e elem) int {
+		switch e.op {
+		case opChar:
+			if gr.classes[e.arg].narrow {
+				return 1
+			}
+			return 4
+		case opRef:
+			return ruleBound(e.arg)
+		case opEnd:
+			return 0
+		}
+		return remMany
+	}
+	altBound = func(i int32) int {
+		total := 0
+		for ; gr.elems[i].op != opEnd && total < remMany; i++ {
+			total += cost(gr.elems[i])
+		}
+		return min(total, remMany)
+	}
+	gr.rem = make([]uint8, len(gr.elems))
+	for i := len(gr.elems) - 1; i >= 0; i-- {
+		if gr.elems[i].op != opEnd {
+			gr.rem[i] = uint8(min(cost(gr.elems[i])+int(gr.rem[i+1]), remMany))
+		}
+	}
+}
+
+// minCap caps Grammar.minLen and minRest (any bound past the longest token will do).
+const minCap = 1 << 20
+
+// computeMinLen fills gr.minLen and gr.minRest (a char counts one byte, a token
+// none).
+func (gr *Grammar) computeMinLen() {
+	n := len(gr.rules)
+	gr.minLen = make([]int32, n)
+	for i := range gr.minLen {
+		gr.minLen[i] = minCap
+	}
+	altMin := func(i int32) int32 {
+		var total int32
+		for ; gr.elems[i].op != opEnd && total < minCap; i++ {
+			switch e := gr.elems[i]; e.op {
+			case opChar:
+				total++
+			case opRef:
+				total += gr.minLen[e.arg]
+			}
+		}
+		return min(total, minCap)
+	}
+	for changed := true; changed; {
+		changed = false
+		for r := range n {
+			m := gr.minLen[r]
+			for _, alt := range gr.rules[r] {
+				m = min(m, altMin(alt))
+			}
+			if m < gr.minLen[r] {
+				gr.minLen[r] = m
+				changed = true
+			}
+		}
+	}
+	gr.minRest = make([]int32, len(gr.elems))
+	for i := len(gr.elems) - 1; i >= 0; i-- {
+		var c int32
+		switch e := gr.elems[i]; e.op {
+		case opEnd:
+			continue
+		case opChar:
+			c = 1
+		case opRef:
+			c = gr.minLen[e.arg]
+		}
+		gr.minRest[i] = min(c+gr.minRest[i+1], minCap)
+	}
+}
+
+// remMany is Grammar.rem's "unbounded or large".
+const remMany = 255
 
 func newClass(rs []gbnf.Range, neg bool) class {
 	cp := append([]gbnf.Range(nil), rs...)
@@ -284,6 +458,8 @@ func newClass(rs []gbnf.Range, neg bool) class {
 		merged = append(merged, r)
 	}
 	c := class{ranges: merged, neg: neg}
+	c.wide = c.covers(0x80, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
+	c.narrow = !overlapsValid(&c, 0x80, 0x10FFFF)
 	for ch := rune(0); ch < 128; ch++ {
 		in := false
 		for _, r := range merged {

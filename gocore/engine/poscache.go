@@ -80,14 +80,71 @@ const (
 	maxUncertain = 1024
 )
 
+// loopMinNodes is the smallest subtree (in trie nodes) analyze tries to accept whole
+// through a run of configurations (arena.runsOn) rather than walk.
+const loopMinNodes = 4
+
 // slotOf picks the position cache for stack node n (see maxKeyDepth). A deeper
 // key's cache is derived from the shallower one's (see analyze), so escalating only
 // re-walks the tokens the shallower key left uncertain.
+//
+// Between two depths d-1 and d, when the return address at level d calls a rule R
+// (as in `x ::= ... ws expression ";"`, where returning from ws means calling
+// expression), the key of levels 1..d-1 over a trampoline "call R, then return" is
+// tried first, and before it one over the rule every alternative of R starts with,
+// transitively (expression ::= term ..., term ::= factor ...: factor).
+//
+// Keys whose levels can match at most shortFrame bytes (a rule that is one
+// character, as parsers make of groups) are skipped: they leave nearly every
+// token uncertain. Deriving across two levels is as sound as across one. It stands for the real stack seen with level d split in
+// two (call R; then the rest of level d), so it is a valid key one level deeper than
+// d-1, and the real level-d key is one level deeper than it. Where R is called from
+// many places (a value after whitespace, an expression after an operator), the
+// tokens that only reach into R are then analyzed once for all of them, and each
+// call site re-walks just the few tokens that get past R.
 func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
+	var buf [maxKeyDepth]int32
+	k := 0
+	t := n
+	for k < maxKeyDepth && t > nodeExit {
+		buf[k] = a.nodes[t].elem
+		t = a.nodes[t].tail
+		k++
+	}
 	var prev *posCache
+	reach := 0 // bytes the levels above d can match at most (see Grammar.rem)
 	for d := 1; ; d++ {
-		s := g.slotFor(a, n, d)
-		if d >= maxKeyDepth || s.bottom {
+		above := reach
+		reach = min(reach+int(g.rem[buf[d-1]]), remMany)
+		if e := g.elems[buf[d-1]]; d >= 2 && e.op == opRef {
+			// Trampolines: first over the rule R's call chain leads to (every
+			// alternative of R starts by calling it), then over R.
+			var tk [maxKeyDepth]int32
+			copy(tk[:], buf[:d-1])
+			for i, r := range [2]int32{g.lead[e.arg], e.arg} {
+				if i == 0 && r == e.arg {
+					continue
+				}
+				if above+int(g.rem[g.tramp[r]]) <= shortFrame {
+					continue
+				}
+				tk[d-1] = g.tramp[r]
+				s := g.slotForKey(tk[:d], false)
+				pc := s.get(g, prev)
+				if pc.uncertain <= maxUncertain {
+					return s
+				}
+				prev = pc
+			}
+		}
+		if d < k && reach <= shortFrame {
+			// So short a frame leaves nearly every token uncertain: the key
+			// is worth nothing, for masks or to derive from.
+			continue
+		}
+		bottom := d == k && t == nodeBottom
+		s := g.slotForKey(buf[:d], bottom)
+		if d == k {
 			if prev != nil {
 				s.get(g, prev)
 			}
@@ -101,6 +158,9 @@ func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 	}
 }
 
+// shortFrame: slotOf skips keys whose levels can match at most this many bytes.
+const shortFrame = 4
+
 // posSlot is the lazily computed cache for one stack prefix.
 type posSlot struct {
 	elems  []int32 // top first
@@ -109,20 +169,12 @@ type posSlot struct {
 	mu     sync.Mutex // held while the cache is computed
 }
 
-// slotFor returns the slot of the top depth levels of stack node n in arena a.
-func (g *Grammar) slotFor(a *arena, n int32, depth int) *posSlot {
-	var buf [maxKeyDepth]int32
-	k := 0
-	t := n
-	for k < depth && t > nodeExit {
-		buf[k] = a.nodes[t].elem
-		t = a.nodes[t].tail
-		k++
-	}
-	bottom := t == nodeBottom
+// slotForKey returns the slot of the stack prefix elems (top first), over nothing if
+// bottom and over a caller frame otherwise.
+func (g *Grammar) slotForKey(elems []int32, bottom bool) *posSlot {
 	var kb [4*maxKeyDepth + 1]byte
 	key := kb[:0]
-	for _, e := range buf[:k] {
+	for _, e := range elems {
 		key = binary.LittleEndian.AppendUint32(key, uint32(e))
 	}
 	if bottom {
@@ -133,7 +185,7 @@ func (g *Grammar) slotFor(a *arena, n int32, depth int) *posSlot {
 	if s, ok := g.slots[string(key)]; ok {
 		return s
 	}
-	s := &posSlot{elems: append([]int32(nil), buf[:k]...), bottom: bottom}
+	s := &posSlot{elems: slices.Clone(elems), bottom: bottom}
 	g.slots[string(key)] = s
 	return s
 }
@@ -228,107 +280,37 @@ func (g *Grammar) putArena(a *arena) {
 func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	t := g.trie
 	words := (g.size + 31) / 32
-	pc := &posCache{}
-	nodes := t.nodes
-	var only []int32 // with a parent of many uncertain tokens: walk just these
-	abortAt := 0     // stop when more tokens are uncertain (0: never)
+	w := &walker{
+		g: g, a: a, t: t,
+		cfg:    make([]int32, t.maxDepth+1),
+		exited: make([]bool, t.maxDepth+1),
+		follow: &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]],
+	}
 	if !s.bottom && len(s.elems) < maxKeyDepth {
-		abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
+		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
 	}
-	if parent != nil && parent.overflow == nil && !parent.truncated {
-		pc.accepted = parent.acceptedBits(words)
-		pc.count = parent.count
-		if parent.uncList != nil {
-			only = parent.uncList
-		} else {
-			nodes = parent.sub
-		}
-	} else {
+	w.cfg[0] = a.startAt(s.elems, s.bottom)
+	pc := &posCache{}
+	derived := parent != nil && parent.overflow == nil && !parent.truncated
+	var aborted bool
+	switch {
+	case !derived:
 		pc.accepted = make([]uint32, words)
-	}
-	follow := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]
-	var unc []int32 // uncertain tokens, as indices into t.order (preorder = sorted)
-
-	cfg := make([]int32, t.maxDepth+1)
-	exited := make([]bool, t.maxDepth+1) // some path left the frame at or above this depth
-	cfg[0] = a.startAt(s.elems, s.bottom)
-	order := t.order
-	acc := pc.accepted
-	first := t.first
-	p := 0 // with only: the next token of only not yet passed
-	for i := int32(1); i < int32(len(nodes)); {
-		nd := &nodes[i]
-		if only != nil {
-			// Visit only subtrees holding a token of only (the subtree of node i
-			// holds the tokens order[first[i]:first[nd.next]]).
-			for p < len(only) && only[p] < first[i] {
-				p++
-			}
-			if p == len(only) {
-				break
-			}
-			if only[p] >= first[nd.next] {
-				i = nd.next
-				continue
-			}
-		}
-		d := nd.depth
-		parent := cfg[d-1]
-		nx := cfgDead
-		if parent != cfgDead {
-			if tb := a.tabs[parent]; tb != nil && tb[nd.b] != cfgUnknown {
-				nx = tb[nd.b]
-			} else {
-				nx = a.stepSlow(parent, nd.b)
-			}
-		}
-		if nx == cfgDead {
-			if exited[d-1] {
-				// Leaving the frame: the next byte must be able to follow the rule.
-				if !exitAllowed(follow, exited, nodes, i) {
-					i = nd.next
-					continue
-				}
-				// this token and every token below it are uncertain
-				if only != nil {
-					end := first[nd.next]
-					for q := p; q < len(only) && only[q] < end; q++ {
-						unc = append(unc, only[q])
-					}
-				} else {
-					for j := i; j < nd.next; j++ {
-						for k := nodes[j].lo; k < nodes[j].hi; k++ {
-							unc = append(unc, k)
-						}
-					}
-				}
-				if abortAt > 0 && len(unc) > abortAt {
-					pc.overflow, a.overflow = a.overflow, nil
-					return &posCache{truncated: true, uncertain: len(unc), overflow: pc.overflow}
-				}
-			}
-			i = nd.next
-			continue
-		}
-		for k := nd.lo; k < nd.hi; k++ {
-			if only != nil {
-				for p < len(only) && only[p] < k {
-					p++
-				}
-				if p == len(only) || only[p] != k {
-					continue
-				}
-			}
-			id := order[k]
-			acc[id>>5] |= 1 << (uint32(id) & 31)
-			pc.count++
-		}
-		inf := a.info[nx]
-		exited[d] = exited[d-1] || inf&exitBit != 0
-		cfg[d] = inf &^ exitBit
-		i++
+		aborted = w.walkTrie(t.nodes, true)
+	case parent.uncList != nil:
+		pc.accepted, pc.count = parent.acceptedBits(words), parent.count
+		aborted = w.walkList(parent.uncList)
+	default:
+		pc.accepted, pc.count = parent.acceptedBits(words), parent.count
+		aborted = w.walkTrie(parent.sub, false)
 	}
 	pc.overflow, a.overflow = a.overflow, nil
+	if aborted {
+		return &posCache{truncated: true, uncertain: len(w.unc), overflow: pc.overflow}
+	}
+	acc := pc.accepted
+	pc.count += w.acc.materialize(acc, t, derived)
+	unc := w.unc
 	pc.uncertain = len(unc)
 	switch {
 	case len(unc) > maxUncertain && !s.bottom && len(s.elems) < maxKeyDepth:
@@ -351,17 +333,189 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	return pc
 }
 
-// exitAllowed reports whether the byte of node i, coming right after a path left the
+// walker is one analysis walk: the configuration and exit flag per depth on the
+// current path, and the verdicts found so far.
+type walker struct {
+	g       *Grammar
+	a       *arena
+	t       *trie
+	cfg     []int32 // per depth: the configuration (without exits) after that byte
+	exited  []bool  // per depth: some path left the frame at or above it
+	follow  *[8]uint32
+	acc     tokRanges // accepted tokens
+	unc     []int32   // uncertain tokens, as indices into t.order (sorted)
+	abortAt int       // stop when more tokens are uncertain (0: never)
+}
+
+// step advances the configuration at depth d-1 over b.
+func (w *walker) step(d int, b byte) int32 {
+	c := w.cfg[d-1]
+	if c == cfgDead {
+		return cfgDead
+	}
+	if tb := w.a.tabs[c]; tb != nil && tb[b] != cfgUnknown {
+		return tb[b]
+	}
+	return w.a.stepSlow(c, b)
+}
+
+// walkTrie walks a flat trie of tokens (t.nodes itself when whole, so that t.below
+// applies, or a trie of uncertain tokens). It reports whether it stopped at
+// abortAt.
+func (w *walker) walkTrie(nodes []trieNode, whole bool) bool {
+	a, t := w.a, w.t
+	first := t.first
+	cfg, exited := w.cfg, w.exited
+	for i := int32(1); i < int32(len(nodes)); {
+		nd := &nodes[i]
+		d := int(nd.depth)
+		nx := w.step(d, nd.b)
+		if nx == cfgDead {
+			if exited[d-1] && exitAllowed(w.follow, exited, d, nd.b) {
+				// Left the frame with bytes to go: this token and every
+				// token below it are uncertain.
+				if whole {
+					for k := first[i]; k < first[nd.next]; k++ {
+						w.unc = append(w.unc, k)
+					}
+				} else {
+					for j := i; j < nd.next; j++ {
+						for k := nodes[j].lo; k < nodes[j].hi; k++ {
+							w.unc = append(w.unc, k)
+						}
+					}
+				}
+				if w.abortAt > 0 && len(w.unc) > w.abortAt {
+					return true
+				}
+			}
+			i = nd.next
+			continue
+		}
+		inf := a.info[nx]
+		if cf := inf &^ exitBit; whole && cf != cfgDead && nd.next-i >= loopMinNodes &&
+			nd.flags&nodeDirty == 0 && a.runsOn(cf, t.below[i], int(t.height[i])) {
+			// Every token below stays inside the frame: accept the subtree whole.
+			w.acc.add(first[i], first[nd.next])
+			i = nd.next
+			continue
+		}
+		if nd.hi > nd.lo {
+			w.acc.add(nd.lo, nd.hi)
+		}
+		exited[d] = exited[d-1] || inf&exitBit != 0
+		cfg[d] = inf &^ exitBit
+		i++
+	}
+	return false
+}
+
+// walkList gives the tokens only (sorted indices into t.order) the verdicts
+// walkTrie would, stepping each token from where it leaves the previous one. It
+// reports whether it stopped at abortAt.
+func (w *walker) walkList(only []int32) bool {
+	t, v := w.t, w.g.vocab
+	cfg, exited := w.cfg, w.exited
+	deadAt := 0 // the previous token died at this depth (0: it did not)
+	var deadUnc bool
+	for j, k := range only {
+		l := 0
+		if j > 0 {
+			l = t.lcp(only[j-1], k)
+		}
+		if deadAt > 0 && deadAt <= l {
+			// Same dead prefix: same verdict, without reading the token.
+			if deadUnc {
+				w.unc = append(w.unc, k)
+			}
+			continue
+		}
+		s := v.TokenBytes(int(t.order[k]))
+		if l > len(s) {
+			l = len(s)
+		}
+		deadAt = 0
+		for d := l + 1; d <= len(s); d++ {
+			nx := w.step(d, s[d-1])
+			if nx == cfgDead {
+				deadAt = d
+				deadUnc = exited[d-1] && exitAllowed(w.follow, exited, d, s[d-1])
+				break
+			}
+			inf := w.a.info[nx]
+			exited[d] = exited[d-1] || inf&exitBit != 0
+			cfg[d] = inf &^ exitBit
+		}
+		switch {
+		case deadAt == 0:
+			w.acc.add(k, k+1)
+		case deadUnc:
+			w.unc = append(w.unc, k)
+			if w.abortAt > 0 && len(w.unc) > w.abortAt {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exitAllowed reports whether byte b at depth d, coming right after a path left the
 // frame, can start what follows the frame's rule. It is only an early filter: the
-// byte is checked where the frame was left, which is the node's parent level when
+// byte is checked where the frame was left, which is the byte's parent level when
 // the exit happened there.
-func exitAllowed(follow *[8]uint32, exited []bool, nodes []trieNode, i int32) bool {
-	nd := &nodes[i]
-	d := nd.depth
+func exitAllowed(follow *[8]uint32, exited []bool, d int, b byte) bool {
 	// Only when the exit happened exactly at the parent (not higher up) is this
 	// byte the first one after the frame.
 	if d >= 2 && exited[d-2] {
 		return true
 	}
-	return follow[nd.b>>5]&(1<<(uint(nd.b)&31)) != 0
+	return follow[b>>5]&(1<<(uint(b)&31)) != 0
+}
+
+// tokRanges collects accepted tokens as sorted runs [lo, hi) of indices into
+// trie.order (a walk meets them in that order), so that a subtree accepted whole
+// costs one run.
+type tokRanges struct{ r []int32 }
+
+func (tr *tokRanges) add(lo, hi int32) {
+	if n := len(tr.r); n > 0 && tr.r[n-1] == lo {
+		tr.r[n-1] = hi
+		return
+	}
+	tr.r = append(tr.r, lo, hi)
+}
+
+// materialize sets the collected tokens in acc and returns how many there are.
+// Unless acc already holds other tokens (added), a set covering most of the
+// vocabulary is made by clearing the tokens between the runs from the set of all
+// text tokens, which touches far fewer bits.
+func (tr *tokRanges) materialize(acc []uint32, t *trie, added bool) int {
+	n := 0
+	for k := 0; k < len(tr.r); k += 2 {
+		n += int(tr.r[k+1] - tr.r[k])
+	}
+	set := func(lo, hi int32) {
+		for _, id := range t.order[lo:hi] {
+			acc[id>>5] |= 1 << (uint32(id) & 31)
+		}
+	}
+	if added || n <= len(t.order)/2 {
+		for k := 0; k < len(tr.r); k += 2 {
+			set(tr.r[k], tr.r[k+1])
+		}
+		return n
+	}
+	copy(acc, t.textBits)
+	clearRun := func(lo, hi int32) {
+		for _, id := range t.order[lo:hi] {
+			acc[id>>5] &^= 1 << (uint32(id) & 31)
+		}
+	}
+	prev := int32(0)
+	for k := 0; k < len(tr.r); k += 2 {
+		clearRun(prev, tr.r[k])
+		prev = tr.r[k+1]
+	}
+	clearRun(prev, int32(len(t.order)))
+	return n
 }

@@ -146,12 +146,23 @@ func (pc *posCache) bytes() int64 {
 // top of this file). Any change here must keep it a superset of what analyze,
 // startAt, stepSlow, expand and finish read: a missing input makes two different
 // analyses share one result, which is a soundness bug.
+//
+// A walk of tokens of at most L bytes (L: the trie's depth) never reaches an
+// element that needs more than L bytes to get to, not even to push it as a stack's
+// top, so the structure is written out only as far as L bytes reach: every
+// element's distance (the fewest bytes matched before it, with Grammar.minLen for
+// calls) is worked out in a shortest-path walk over rules, and an alternative is cut
+// ('Z') at its first element past L. Keys that differ only beyond that, like
+// `char{0,150}` and `char{0,149}` after unrolling into nested rules, share one
+// analysis.
 func (g *Grammar) fingerprint(s *posSlot) fingerprint {
+	budget := int32(g.trie.maxDepth)
 	b := make([]byte, 0, 256)
-	b = append(b, 'P', 1) // format version
+	b = append(b, 'P', 2) // format version
 	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
 	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
 	b = binary.AppendUvarint(b, uint64(g.size))
+	b = binary.AppendUvarint(b, uint64(budget))
 	if s.bottom {
 		b = append(b, 1)
 	} else {
@@ -163,10 +174,26 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 	b = binary.AppendUvarint(b, uint64(len(s.elems)))
 
 	local := map[int32]uint32{} // rule -> local number, in order of first reference
-	var queue []int32
-	run := func(i int32) {
+	dist := map[int32]int32{}   // rule -> fewest bytes matched before entering it
+	buckets := make([][]int32, budget+1)
+	enter := func(r, d int32) {
+		if old, ok := dist[r]; ok && old <= d {
+			return
+		}
+		dist[r] = d
+		buckets[d] = append(buckets[d], r)
+	}
+	run := func(i, d int32) {
 		for ; ; i++ {
 			e := g.elems[i]
+			if e.op == opEnd {
+				b = append(b, 'E')
+				return
+			}
+			if d > budget {
+				b = append(b, 'Z')
+				return
+			}
 			switch e.op {
 			case opChar:
 				c := &g.classes[e.arg]
@@ -181,15 +208,17 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 					b = binary.AppendVarint(b, int64(r.Lo))
 					b = binary.AppendVarint(b, int64(r.Hi))
 				}
+				d++
 			case opRef:
 				id, ok := local[e.arg]
 				if !ok {
-					id = uint32(len(queue))
+					id = uint32(len(local))
 					local[e.arg] = id
-					queue = append(queue, e.arg)
 				}
 				b = append(b, 'R')
 				b = binary.AppendUvarint(b, uint64(id))
+				enter(e.arg, d)
+				d += g.minLen[e.arg]
 			case opToken:
 				b = append(b, 'T')
 				if e.neg {
@@ -198,24 +227,32 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 					b = append(b, 0)
 				}
 				b = binary.AppendVarint(b, int64(e.arg))
-			case opEnd:
-				b = append(b, 'E')
-				return
 			default:
 				b = append(b, 'X', byte(e.op))
 				b = binary.AppendVarint(b, int64(e.arg))
 			}
 		}
 	}
+	var d int32
 	for _, el := range s.elems {
-		run(el)
+		run(el, min(d, budget+1))
+		d = min(d+g.minRest[el], minCap)
 	}
-	for q := 0; q < len(queue); q++ {
-		alts := g.rules[queue[q]]
-		b = append(b, 'A')
-		b = binary.AppendUvarint(b, uint64(len(alts)))
-		for _, alt := range alts {
-			run(alt)
+	done := map[int32]bool{}
+	for d := int32(0); d <= budget; d++ {
+		for k := 0; k < len(buckets[d]); k++ {
+			r := buckets[d][k]
+			if done[r] || dist[r] != d {
+				continue
+			}
+			done[r] = true
+			alts := g.rules[r]
+			b = append(b, 'A')
+			b = binary.AppendUvarint(b, uint64(local[r]))
+			b = binary.AppendUvarint(b, uint64(len(alts)))
+			for _, alt := range alts {
+				run(alt, d)
+			}
 		}
 	}
 	return sha256.Sum256(b)

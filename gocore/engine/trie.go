@@ -3,9 +3,11 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // trieNode is one node of a flat token trie laid out in depth-first (preorder)
@@ -13,10 +15,15 @@ import (
 // array that either descends (i+1) or skips a rejected subtree (next).
 type trieNode struct {
 	b      byte
+	flags  uint8  // nodeDirty
 	depth  uint16 // root is 0
 	next   int32  // index just past this node's subtree
 	lo, hi int32  // tokens ending here: order[lo:hi]
 }
+
+// nodeDirty marks a node of trie.nodes with a token in its subtree that is not
+// valid UTF-8 (see validUTF8Prefix).
+const nodeDirty uint8 = 1
 
 // trie holds the text tokens of a vocabulary (special, end-of-generation and empty
 // tokens are left out: they are matched by id, never by text).
@@ -32,6 +39,27 @@ type trie struct {
 	// (tokens are in preorder, so the subtree holds order[first[i]:first[next]]);
 	// first[len(nodes)] = len(order).
 	first []int32
+
+	// below[i]: the kinds of byte (byteKind) found in node i's subtree below node i
+	// (see arena.runsOn).
+	below [][2]uint64
+	// height[i]: the most bytes below node i in its subtree (capped at 255).
+	height []uint8
+	// textBits: the set of the tokens in order, as a bitset over ids.
+	textBits []uint32
+	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
+	// neighbours among order[k-1 : k+2^j], for range-minimum queries (see lcp).
+	lcpMin [][]uint8
+}
+
+// lcp returns the length of the common prefix of the tokens order[a] and order[b]
+// (a < b), capped at 255 bytes: the shortest common prefix of neighbours between
+// them, since the tokens are sorted.
+func (t *trie) lcp(a, b int32) int {
+	n := b - a
+	j := bits.Len32(uint32(n)) - 1
+	x, y := t.lcpMin[j][a+1], t.lcpMin[j][b-int32(1)<<j+1]
+	return int(min(x, y))
 }
 
 var trieCache sync.Map // Vocabulary -> *trieSlot
@@ -88,7 +116,103 @@ func buildTrie(v Vocabulary) *trie {
 			t.first[i] = t.first[i+1]
 		}
 	}
+	t.below = make([][2]uint64, len(t.nodes))
+	t.height = make([]uint8, len(t.nodes))
+	for i := len(t.nodes) - 1; i >= 0; i-- {
+		var m [2]uint64
+		for c := int32(i) + 1; c < t.nodes[i].next; c = t.nodes[c].next {
+			t.height[i] = max(t.height[i], uint8(min(int(t.height[c])+1, 255)))
+			m[0] |= t.below[c][0]
+			m[1] |= t.below[c][1]
+			k := byteKind(t.nodes[c].b)
+			m[k>>6] |= 1 << (k & 63)
+		}
+		t.below[i] = m
+	}
+	t.lcpMin = buildLCPMin(ids, toks)
+	t.textBits = make([]uint32, (n+31)/32)
+	for _, id := range ids {
+		t.textBits[id>>5] |= 1 << (uint32(id) & 31)
+	}
+	bad := make([]int32, len(ids)+1) // bad[k]: invalid tokens among order[:k]
+	for k, id := range ids {
+		bad[k+1] = bad[k]
+		if !validUTF8Prefix(toks[id]) {
+			bad[k+1]++
+		}
+	}
+	for i := range t.nodes {
+		if bad[t.first[t.nodes[i].next]] != bad[t.first[i]] {
+			t.nodes[i].flags |= nodeDirty
+		}
+	}
 	return t
+}
+
+// buildLCPMin builds trie.lcpMin for the sorted tokens ids.
+func buildLCPMin(ids []int32, toks [][]byte) [][]uint8 {
+	n := len(ids)
+	base := make([]uint8, n)
+	for k := 1; k < n; k++ {
+		x, y := toks[ids[k-1]], toks[ids[k]]
+		l := 0
+		for l < len(x) && l < len(y) && l < 255 && x[l] == y[l] {
+			l++
+		}
+		base[k] = uint8(l)
+	}
+	levels := [][]uint8{base}
+	for w := 1; 2*w <= n; w *= 2 {
+		prev := levels[len(levels)-1]
+		cur := make([]uint8, n-2*w+1)
+		for k := range cur {
+			cur[k] = min(prev[k], prev[k+w])
+		}
+		levels = append(levels, cur)
+	}
+	return levels
+}
+
+// byteKind sorts bytes into 128 kinds: an ASCII byte b in 1..0x7E is kind b; NUL and
+// DEL share kind 0 (both rare in tokens); every byte >= 0x80 is kind 127.
+func byteKind(b byte) uint {
+	switch {
+	case b >= 0x80:
+		return 127
+	case b == 0x7F:
+		return 0
+	}
+	return uint(b)
+}
+
+// validUTF8Prefix reports whether b is valid UTF-8 or a prefix of valid UTF-8 (its
+// last character may be cut off).
+func validUTF8Prefix(b []byte) bool {
+	if utf8.Valid(b) {
+		return true
+	}
+	// Find where the last character starts and try completing it.
+	i := len(b) - 1
+	for i > 0 && len(b)-i < 4 && b[i]&0xC0 == 0x80 {
+		i--
+	}
+	if !utf8.Valid(b[:i]) {
+		return false
+	}
+	tail := b[i:]
+	if utf8.FullRune(tail) {
+		return false // complete but invalid
+	}
+	for _, c1 := range []byte{0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF} {
+		for _, c2 := range []byte{0x80, 0xBF} {
+			x := append(append([]byte(nil), tail...), c1, c2, 0x80)
+			if r, n := utf8.DecodeRune(x); r != utf8.RuneError && n > len(tail) {
+				// The completion must keep the bytes we have: DecodeRune read them.
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // buildNodes builds flat trie nodes for count byte strings given in sorted order;

@@ -6,7 +6,42 @@ package engine
 // match). The zero value means "between characters".
 //
 //	bits 0-20: value so far   bits 21-22: bytes remaining   bits 24-26: length
+//	bit 27: free
+//
+// A free state is one whose every completion is a valid code point of the class on
+// top of its stack: the value no longer matters, so it is dropped (set to 0) and all
+// free states of one length and remainder are the same state. Without this a class
+// like [^\n] would give every distinct prefix of a multi-byte character its own
+// configuration, and a walk of the token trie would build thousands of them.
 type partial uint32
+
+const freeBit partial = 1 << 27
+
+func (p partial) free() bool { return p&freeBit != 0 }
+
+// freeFor returns p as a free state if every completion of p is a valid code point
+// in c, and p itself otherwise.
+func (p partial) freeFor(c *class) partial {
+	if p.free() {
+		return p
+	}
+	sh := 6 * p.remain()
+	lo := p.value() << sh
+	hi := lo | (1<<sh - 1)
+	var min rune
+	switch p.length() {
+	case 2:
+		min = 0x80
+	case 3:
+		min = 0x800
+	default:
+		min = 0x10000
+	}
+	if lo < min || hi > 0x10FFFF || (lo <= 0xDFFF && hi >= 0xD800) || !c.covers(lo, hi) {
+		return p
+	}
+	return mkPartial(0, p.remain(), p.length()) | freeBit
+}
 
 func (p partial) value() rune  { return rune(p & 0x1FFFFF) }
 func (p partial) remain() uint { return uint(p>>21) & 3 }
@@ -32,9 +67,19 @@ func utf8Start(b byte) (partial, bool) {
 // next adds a continuation byte. done says the character is complete (cp is it);
 // otherwise the new partial state is returned. ok is false for a byte that is not a
 // continuation byte.
+//
+// For a free state, cp is meaningless (the caller must not check it) and np stays
+// free.
 func (p partial) next(b byte) (np partial, cp rune, done, ok bool) {
 	if b&0xC0 != 0x80 {
 		return 0, 0, false, false
+	}
+	if p.free() {
+		r := p.remain() - 1
+		if r == 0 {
+			return 0, 0, true, true
+		}
+		return mkPartial(0, r, p.length()) | freeBit, 0, false, true
 	}
 	v := p.value()<<6 | rune(b&0x3F)
 	r := p.remain() - 1

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
+	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 // randGrammar writes a random GBNF grammar: a few rules over literals (ASCII and
@@ -112,27 +114,8 @@ func TestPropertyMaskEqualsBruteForce(t *testing.T) {
 					allowed = append(allowed, id)
 				}
 			}
-			// viable first bytes
-			var viable [256]bool
-			for b := 0; b < 256; b++ {
-				c := m.Clone()
-				viable[b] = c.AcceptBytes([]byte{byte(b)}) == nil
-			}
 			full := s%25 == 0
-			var bad []string
-			for id := 0; id < size; id++ {
-				tb := v.TokenBytes(id)
-				inMask := mask[id>>5]&(1<<(uint(id)&31)) != 0
-				var want bool
-				if full || len(tb) == 0 || v.IsSpecial(id) || v.IsEOG(id) || viable[tb[0]] {
-					want = m.IsAllowed(id)
-				} else {
-					want = false
-				}
-				if inMask != want {
-					bad = append(bad, fmt.Sprintf("token %d %q: mask %v, brute force %v", id, tb, inMask, want))
-				}
-			}
+			bad := bruteForceDisagreements(m, v, mask, full)
 			if m.Err() != nil {
 				// Too ambiguous to follow (the stack cap): tokens that overflow are
 				// refused, and the mask and the per-token check may see the overflow
@@ -186,4 +169,87 @@ func TestPropertyMaskEqualsBruteForce(t *testing.T) {
 	t.Logf("%d states checked (%d exhaustively over all %d tokens), %d reached by a token ending inside a UTF-8 character; %d disagreements; %d grammars stopped at the stack cap",
 		checked, exhaustive, size, partialStates, disagreements, overflowed)
 	require.GreaterOrEqual(t, checked, states)
+}
+
+// bruteForceDisagreements checks the mask m filled against a per-token check
+// (Matcher.IsAllowed) of every token (full) or of every token whose first byte the
+// matcher can take, and describes the tokens on which they disagree.
+func bruteForceDisagreements(m *engine.Matcher, v *vocab.Vocab, mask []uint32, full bool) []string {
+	var viable [256]bool
+	for b := 0; b < 256; b++ {
+		c := m.Clone()
+		viable[b] = c.AcceptBytes([]byte{byte(b)}) == nil
+	}
+	var bad []string
+	for id := 0; id < v.Size(); id++ {
+		tb := v.TokenBytes(id)
+		inMask := mask[id>>5]&(1<<(uint(id)&31)) != 0
+		want := false
+		if full || len(tb) == 0 || v.IsSpecial(id) || v.IsEOG(id) || viable[tb[0]] {
+			want = m.IsAllowed(id)
+		}
+		if inMask != want {
+			bad = append(bad, fmt.Sprintf("token %d %q: mask %v, brute force %v", id, tb, inMask, want))
+		}
+	}
+	return bad
+}
+
+// TestStructuredGrammarsMaskEqualsBruteForce walks grammars whose masks take the
+// engine's shortcuts (runs of configurations over comments and strings, counted
+// repetitions unrolled into nested rules, trampolines after whitespace, keys
+// shared across positions) with the real Llama-3 vocabulary, checking each mask
+// against the per-token check.
+func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	type tc struct{ name, src string }
+	var cases []tc
+	for _, f := range loadCases(t).GrammarFiles {
+		if f.Name == "c.gbnf" || f.Name == "json.gbnf" {
+			cases = append(cases, tc{f.Name, f.Grammar})
+		}
+	}
+	require.Len(t, cases, 2)
+	sch, _, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{
+		"name":{"type":"string","maxLength":40},
+		"tags":{"type":"array","items":{"type":"string","minLength":2,"maxLength":150}},
+		"note":{"type":"string","pattern":"^[a-z ]{3,20}$"}},"required":["name","tags","note"]}`))
+	require.NoError(t, err)
+	cases = append(cases,
+		tc{"schema", sch},
+		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`})
+	states := 60
+	if testing.Short() {
+		states = 12
+	}
+	mask := make([]uint32, (v.Size()+31)/32)
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pg, err := gbnf.Parse(c.src)
+			require.NoError(t, err)
+			gr, err := engine.Compile(pg, v)
+			require.NoError(t, err)
+			r := rand.New(rand.NewSource(int64(ci)))
+			m := gr.NewMatcher()
+			for s := 0; s < states; s++ {
+				clear(mask)
+				m.FillMask(mask)
+				require.NoError(t, m.Err())
+				if bad := bruteForceDisagreements(m, v, mask, s%10 == 0); len(bad) > 0 {
+					t.Fatalf("state %d: %d disagreements, first: %v", s, len(bad), bad[:min(5, len(bad))])
+				}
+				allowed := m.AllowedTokens(nil)
+				if len(allowed) == 0 || r.Intn(30) == 0 {
+					m.Reset()
+					continue
+				}
+				next := allowed[r.Intn(len(allowed))]
+				if v.IsEOG(next) {
+					m.Reset()
+					continue
+				}
+				require.NoError(t, m.AcceptToken(next))
+			}
+		})
+	}
 }
