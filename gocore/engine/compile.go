@@ -34,6 +34,8 @@ type class struct {
 	ascii  [4]uint32 // membership of code points < 128, negation applied
 	wide   bool      // holds every valid code point >= 0x80
 	narrow bool      // holds no code point >= 0x80
+	kinds  [2]uint64 // the byte kinds (see byteKind) it takes a byte of
+	first  [8]uint32 // the bytes that can start one of its characters
 }
 
 func (c *class) has(cp rune) bool {
@@ -458,8 +460,6 @@ func newClass(rs []gbnf.Range, neg bool) class {
 		merged = append(merged, r)
 	}
 	c := class{ranges: merged, neg: neg}
-	c.wide = c.covers(0x80, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
-	c.narrow = !overlapsValid(&c, 0x80, 0x10FFFF)
 	for ch := rune(0); ch < 128; ch++ {
 		in := false
 		for _, r := range merged {
@@ -471,6 +471,18 @@ func newClass(rs []gbnf.Range, neg bool) class {
 		if in != neg {
 			c.ascii[ch>>5] |= 1 << (uint(ch) & 31)
 		}
+	}
+	// After ascii, which has reads.
+	c.wide = c.covers(0x80, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
+	c.narrow = !overlapsValid(&c, 0x80, 0x10FFFF)
+	for b := 0; b < 0x80; b++ {
+		if c.has(rune(b)) {
+			k := byteKind(byte(b))
+			c.kinds[k>>6] |= 1 << (k & 63)
+		}
+	}
+	if !c.narrow {
+		c.kinds[1] |= 1 << 63
 	}
 	return c
 }
@@ -585,6 +597,7 @@ func (gr *Grammar) computeFollow() {
 	classFirst := make([][8]uint32, len(gr.classes))
 	for i := range gr.classes {
 		addClassFirstBytes(&gr.classes[i], &classFirst[i])
+		gr.classes[i].first = classFirst[i]
 	}
 	elemFirst := func(e elem, dst *[8]uint32) bool { // returns nullable
 		switch e.op {

@@ -77,11 +77,11 @@ func (pc *posCache) acceptedBits(words int) []uint32 {
 // tokens uncertain, up to maxKeyDepth levels.
 const (
 	maxKeyDepth  = 4
-	maxUncertain = 1024
+	maxUncertain = 256
 )
 
 // loopMinNodes is the smallest subtree (in trie nodes) analyze tries to accept whole
-// through a run of configurations (arena.runsOn) rather than walk.
+// through a run of configurations (arena.runLength) rather than walk.
 const loopMinNodes = 4
 
 // slotOf picks the position cache for stack node n (see maxKeyDepth). A deeper
@@ -217,8 +217,14 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 	sh := g.trie.shared
 	share := !g.opts.noShare
 	var key fingerprint
+	if share && g.narrowTop(s) {
+		// Cheap to analyze (one first byte or two): not worth a fingerprint.
+		share = false
+	}
 	if share {
-		key = g.fingerprint(s)
+		key, share = g.fingerprint(s)
+	}
+	if share {
 		if pc := sh.get(key); pc != nil {
 			sh.hits.Add(1)
 			return pc
@@ -238,6 +244,19 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 		sh.put(key, pc)
 	}
 	return pc
+}
+
+// narrowTop reports whether at most two bytes can start the slot's top character.
+func (g *Grammar) narrowTop(s *posSlot) bool {
+	e := g.elems[s.elems[0]]
+	if e.op != opChar {
+		return false
+	}
+	n := 0
+	for _, w := range g.classes[e.arg].first {
+		n += bits.OnesCount32(w)
+	}
+	return n <= 2
 }
 
 // getArena takes an analysis arena from the grammar's pool (or makes one), so that
@@ -283,11 +302,18 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	w := &walker{
 		g: g, a: a, t: t,
 		cfg:    make([]int32, t.maxDepth+1),
-		exited: make([]bool, t.maxDepth+1),
+		exits:  make([]uint8, t.maxDepth+1),
+		chars:  make([]uint16, t.maxDepth+1),
 		follow: &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]],
 	}
 	if !s.bottom && len(s.elems) < maxKeyDepth {
 		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
+	}
+	for b := 0; b < 256; b++ {
+		if w.follow[b>>5]&(1<<(uint(b)&31)) != 0 {
+			k := byteKind(byte(b))
+			w.followKinds[k>>6] |= 1 << (k & 63)
+		}
 	}
 	w.cfg[0] = a.startAt(s.elems, s.bottom)
 	pc := &posCache{}
@@ -295,21 +321,45 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	var aborted bool
 	switch {
 	case !derived:
-		pc.accepted = make([]uint32, words)
-		aborted = w.walkTrie(t.nodes, true)
+		// Only the first bytes some stack can take: a literal visits one
+		// subtree, not the trie's 256.
+		first := a.firstBytes(w.cfg[0])
+		for b := range 256 {
+			if first[b>>5]&(1<<(uint(b)&31)) == 0 || t.rootChild[b] == 0 {
+				continue
+			}
+			c := t.rootChild[b]
+			if aborted = w.walkTrie(t.nodes, c, t.nodes[c].next, true); aborted {
+				break
+			}
+		}
 	case parent.uncList != nil:
 		pc.accepted, pc.count = parent.acceptedBits(words), parent.count
 		aborted = w.walkList(parent.uncList)
 	default:
 		pc.accepted, pc.count = parent.acceptedBits(words), parent.count
-		aborted = w.walkTrie(parent.sub, false)
+		aborted = w.walkTrie(parent.sub, 1, int32(len(parent.sub)), false)
 	}
 	pc.overflow, a.overflow = a.overflow, nil
 	if aborted {
 		return &posCache{truncated: true, uncertain: len(w.unc), overflow: pc.overflow}
 	}
+	if !derived {
+		if n := w.acc.count(); n <= words/4 {
+			// Few: keep their ids, without a bitset.
+			pc.acceptIDs = make([]int32, 0, n)
+			for k := 0; k < len(w.acc.r); k += 2 {
+				pc.acceptIDs = append(pc.acceptIDs, t.order[w.acc.r[k]:w.acc.r[k+1]]...)
+			}
+			pc.count = n
+		} else {
+			pc.accepted = make([]uint32, words)
+		}
+	}
 	acc := pc.accepted
-	pc.count += w.acc.materialize(acc, t, derived)
+	if acc != nil {
+		pc.count += w.acc.materialize(acc, t, derived)
+	}
 	unc := w.unc
 	pc.uncertain = len(unc)
 	switch {
@@ -321,7 +371,7 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 			func(k int) []byte { return g.vocab.TokenBytes(int(t.order[unc[k]])) },
 			func(k int) int32 { return unc[k] })
 	}
-	if pc.count <= words/4 {
+	if acc != nil && pc.count <= words/4 {
 		ids := make([]int32, 0, pc.count)
 		for w, x := range acc {
 			for ; x != 0; x &= x - 1 {
@@ -336,15 +386,18 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 // walker is one analysis walk: the configuration and exit flag per depth on the
 // current path, and the verdicts found so far.
 type walker struct {
-	g       *Grammar
-	a       *arena
-	t       *trie
-	cfg     []int32 // per depth: the configuration (without exits) after that byte
-	exited  []bool  // per depth: some path left the frame at or above it
-	follow  *[8]uint32
-	acc     tokRanges // accepted tokens
-	unc     []int32   // uncertain tokens, as indices into t.order (sorted)
-	abortAt int       // stop when more tokens are uncertain (0: never)
+	g      *Grammar
+	a      *arena
+	t      *trie
+	cfg    []int32  // per depth: the configuration (without exits) after that byte
+	exits  []uint8  // per depth: exitHere | exitOK flags (see exitFlags)
+	chars  []uint16 // per depth (walkTrie): characters started on the path
+	follow *[8]uint32
+	// followKinds: the byte kinds (see byteKind) of the follow bytes.
+	followKinds [2]uint64
+	acc         tokRanges // accepted tokens
+	unc         []int32   // uncertain tokens, as indices into t.order (sorted)
+	abortAt     int       // stop when more tokens are uncertain (0: never)
 }
 
 // step advances the configuration at depth d-1 over b.
@@ -359,19 +412,20 @@ func (w *walker) step(d int, b byte) int32 {
 	return w.a.stepSlow(c, b)
 }
 
-// walkTrie walks a flat trie of tokens (t.nodes itself when whole, so that t.below
-// applies, or a trie of uncertain tokens). It reports whether it stopped at
+// walkTrie walks the nodes [from, to) of a flat trie of tokens (t.nodes itself when
+// whole, so that t.below applies, or a trie of uncertain tokens); from must be a
+// node of depth 1. It reports whether it stopped at
 // abortAt.
-func (w *walker) walkTrie(nodes []trieNode, whole bool) bool {
+func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 	a, t := w.a, w.t
 	first := t.first
-	cfg, exited := w.cfg, w.exited
-	for i := int32(1); i < int32(len(nodes)); {
+	cfg, exits := w.cfg, w.exits
+	for i := from; i < to; {
 		nd := &nodes[i]
 		d := int(nd.depth)
 		nx := w.step(d, nd.b)
 		if nx == cfgDead {
-			if exited[d-1] && exitAllowed(w.follow, exited, d, nd.b) {
+			if exitFlags(w.follow, exits[d-1], nd.b, 0)&exitOK != 0 {
 				// Left the frame with bytes to go: this token and every
 				// token below it are uncertain.
 				if whole {
@@ -394,16 +448,55 @@ func (w *walker) walkTrie(nodes []trieNode, whole bool) bool {
 		}
 		inf := a.info[nx]
 		if cf := inf &^ exitBit; whole && cf != cfgDead && nd.next-i >= loopMinNodes &&
-			nd.flags&nodeDirty == 0 && a.runsOn(cf, t.below[i], int(t.height[i])) {
-			// Every token below stays inside the frame: accept the subtree whole.
-			w.acc.add(first[i], first[nd.next])
-			i = nd.next
-			continue
+			nd.flags&nodeDirty == 0 {
+			need, h := t.below[i], int(t.height[i])
+			n, capAt, capFull := a.runLength(cf, need, h)
+			if n >= h {
+				// Every token below stays inside the frame: accept the
+				// subtree whole.
+				w.acc.add(first[i], first[nd.next])
+				i = nd.next
+				continue
+			}
+			if capAt > 0 && capAt <= n+1 &&
+				need[0]&w.followKinds[0] == 0 && need[1]&w.followKinds[1] == 0 {
+				// The run ends after its count: tokens within it (in
+				// characters) are accepted, tokens past
+				// capAt die inside the frame, having left it only where
+				// the path to here did (no byte below can follow the
+				// frame), and any in between are left uncertain.
+				ok := exitFlags(w.follow, exits[d-1], nd.b, inf)&exitOK != 0
+				alive := n
+				if capFull && capAt == n+1 {
+					alive = capAt
+				}
+				at := int(w.chars[d-1]) + charStart(nd.b)
+				if h <= alive {
+					w.acc.add(first[i], first[nd.next])
+					i = nd.next
+					continue
+				}
+				for k := first[i]; k < first[nd.next]; k++ {
+					switch l := int(t.tokChars[k]) - at; {
+					case l <= alive:
+						w.acc.add(k, k+1)
+					case l > capAt && !ok:
+					default:
+						w.unc = append(w.unc, k)
+					}
+				}
+				if w.abortAt > 0 && len(w.unc) > w.abortAt {
+					return true
+				}
+				i = nd.next
+				continue
+			}
 		}
 		if nd.hi > nd.lo {
 			w.acc.add(nd.lo, nd.hi)
 		}
-		exited[d] = exited[d-1] || inf&exitBit != 0
+		exits[d] = exitFlags(w.follow, exits[d-1], nd.b, inf)
+		w.chars[d] = w.chars[d-1] + uint16(charStart(nd.b))
 		cfg[d] = inf &^ exitBit
 		i++
 	}
@@ -415,7 +508,7 @@ func (w *walker) walkTrie(nodes []trieNode, whole bool) bool {
 // reports whether it stopped at abortAt.
 func (w *walker) walkList(only []int32) bool {
 	t, v := w.t, w.g.vocab
-	cfg, exited := w.cfg, w.exited
+	cfg, exits := w.cfg, w.exits
 	deadAt := 0 // the previous token died at this depth (0: it did not)
 	var deadUnc bool
 	for j, k := range only {
@@ -439,11 +532,11 @@ func (w *walker) walkList(only []int32) bool {
 			nx := w.step(d, s[d-1])
 			if nx == cfgDead {
 				deadAt = d
-				deadUnc = exited[d-1] && exitAllowed(w.follow, exited, d, s[d-1])
+				deadUnc = exitFlags(w.follow, exits[d-1], s[d-1], 0)&exitOK != 0
 				break
 			}
 			inf := w.a.info[nx]
-			exited[d] = exited[d-1] || inf&exitBit != 0
+			exits[d] = exitFlags(w.follow, exits[d-1], s[d-1], inf)
 			cfg[d] = inf &^ exitBit
 		}
 		switch {
@@ -459,17 +552,38 @@ func (w *walker) walkList(only []int32) bool {
 	return false
 }
 
-// exitAllowed reports whether byte b at depth d, coming right after a path left the
-// frame, can start what follows the frame's rule. It is only an early filter: the
-// byte is checked where the frame was left, which is the byte's parent level when
-// the exit happened there.
-func exitAllowed(follow *[8]uint32, exited []bool, d int, b byte) bool {
-	// Only when the exit happened exactly at the parent (not higher up) is this
-	// byte the first one after the frame.
-	if d >= 2 && exited[d-2] {
-		return true
+// charStart is 1 for a byte that starts a character (not a UTF-8 continuation
+// byte), else 0.
+func charStart(b byte) int {
+	if b&0xC0 == 0x80 {
+		return 0
 	}
-	return follow[b>>5]&(1<<(uint(b)&31)) != 0
+	return 1
+}
+
+// Exit flags of a depth on the walk's current path.
+const (
+	exitHere uint8 = 1 // the configuration reached there holds nodeExit
+	// exitOK: some path left the frame above and the byte right after it can
+	// follow the frame's deepest rule, so the token may go on outside the frame.
+	exitOK uint8 = 2
+)
+
+// exitFlags returns the flags of the depth reached by byte b from a depth with
+// flags parent, where inf is the arena info of the configuration reached (0 when
+// dead). A token that dies inside the frame is uncertain if exitOK holds where it
+// dies, and rejected otherwise: every path that could go on outside left the frame
+// at some depth, and the next byte must be able to start what follows the frame's
+// deepest rule (a subset of its follow set, whatever the real stack holds there).
+func exitFlags(follow *[8]uint32, parent uint8, b byte, inf int32) uint8 {
+	f := parent & exitOK
+	if parent&exitHere != 0 && follow[b>>5]&(1<<(uint(b)&31)) != 0 {
+		f = exitOK
+	}
+	if inf&exitBit != 0 {
+		f |= exitHere
+	}
+	return f
 }
 
 // tokRanges collects accepted tokens as sorted runs [lo, hi) of indices into
@@ -485,15 +599,21 @@ func (tr *tokRanges) add(lo, hi int32) {
 	tr.r = append(tr.r, lo, hi)
 }
 
+// count returns how many tokens the runs hold.
+func (tr *tokRanges) count() int {
+	n := 0
+	for k := 0; k < len(tr.r); k += 2 {
+		n += int(tr.r[k+1] - tr.r[k])
+	}
+	return n
+}
+
 // materialize sets the collected tokens in acc and returns how many there are.
 // Unless acc already holds other tokens (added), a set covering most of the
 // vocabulary is made by clearing the tokens between the runs from the set of all
 // text tokens, which touches far fewer bits.
 func (tr *tokRanges) materialize(acc []uint32, t *trie, added bool) int {
-	n := 0
-	for k := 0; k < len(tr.r); k += 2 {
-		n += int(tr.r[k+1] - tr.r[k])
-	}
+	n := tr.count()
 	set := func(lo, hi int32) {
 		for _, id := range t.order[lo:hi] {
 			acc[id>>5] |= 1 << (uint32(id) & 31)

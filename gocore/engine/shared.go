@@ -15,7 +15,7 @@ import (
 // structure its analysis can reach: the elements from each stack level's position to
 // the end of that level's alternative, every rule they reference (transitively),
 // whether the stack ends below its levels (bottom), the follow bytes of the deepest
-// level's rule (exitAllowed), and the stack limits (which decide overflow). It does
+// level's rule (exitFlags), and the stack limits (which decide overflow). It does
 // not depend on how elements, rules or classes are numbered. So each slot gets a
 // fingerprint, a SHA-256 of a canonical serialization of exactly that (rules
 // renumbered in the order a deterministic walk first meets them, character classes
@@ -155,7 +155,11 @@ func (pc *posCache) bytes() int64 {
 // ('Z') at its first element past L. Keys that differ only beyond that, like
 // `char{0,150}` and `char{0,149}` after unrolling into nested rules, share one
 // analysis.
-func (g *Grammar) fingerprint(s *posSlot) fingerprint {
+//
+// ok is false when what the slot reaches is larger than maxFingerprintBytes
+// written out: writing it out would cost more than analyzing most such slots, and
+// so large a structure (much of one big schema) is rarely met again.
+func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 	budget := int32(g.trie.maxDepth)
 	b := make([]byte, 0, 256)
 	b = append(b, 'P', 2) // format version
@@ -184,7 +188,7 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 		buckets[d] = append(buckets[d], r)
 	}
 	run := func(i, d int32) {
-		for ; ; i++ {
+		for ; len(b) <= maxFingerprintBytes; i++ {
 			e := g.elems[i]
 			if e.op == opEnd {
 				b = append(b, 'E')
@@ -239,8 +243,8 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 		d = min(d+g.minRest[el], minCap)
 	}
 	done := map[int32]bool{}
-	for d := int32(0); d <= budget; d++ {
-		for k := 0; k < len(buckets[d]); k++ {
+	for d := int32(0); d <= budget && len(b) <= maxFingerprintBytes; d++ {
+		for k := 0; k < len(buckets[d]) && len(b) <= maxFingerprintBytes; k++ {
 			r := buckets[d][k]
 			if done[r] || dist[r] != d {
 				continue
@@ -255,5 +259,12 @@ func (g *Grammar) fingerprint(s *posSlot) fingerprint {
 			}
 		}
 	}
-	return sha256.Sum256(b)
+	if len(b) > maxFingerprintBytes {
+		return key, false
+	}
+	return sha256.Sum256(b), true
 }
+
+// maxFingerprintBytes bounds the structure a fingerprint writes out (see
+// fingerprint).
+const maxFingerprintBytes = 8 << 10

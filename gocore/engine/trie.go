@@ -41,10 +41,15 @@ type trie struct {
 	first []int32
 
 	// below[i]: the kinds of byte (byteKind) found in node i's subtree below node i
-	// (see arena.runsOn).
+	// (see arena.runLength).
 	below [][2]uint64
+	// rootChild[b]: the node of the first byte b (0 if no token starts with b).
+	rootChild [256]int32
 	// height[i]: the most bytes below node i in its subtree (capped at 255).
 	height []uint8
+	// tokChars[k]: how many characters token order[k] starts (bytes that are not
+	// UTF-8 continuation bytes; capped at 0xFFFF).
+	tokChars []uint16
 	// textBits: the set of the tokens in order, as a bitset over ids.
 	textBits []uint32
 	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
@@ -116,6 +121,9 @@ func buildTrie(v Vocabulary) *trie {
 			t.first[i] = t.first[i+1]
 		}
 	}
+	for c := int32(1); c < int32(len(t.nodes)); c = t.nodes[c].next {
+		t.rootChild[t.nodes[c].b] = c
+	}
 	t.below = make([][2]uint64, len(t.nodes))
 	t.height = make([]uint8, len(t.nodes))
 	for i := len(t.nodes) - 1; i >= 0; i-- {
@@ -130,6 +138,16 @@ func buildTrie(v Vocabulary) *trie {
 		t.below[i] = m
 	}
 	t.lcpMin = buildLCPMin(ids, toks)
+	t.tokChars = make([]uint16, len(ids))
+	for k, id := range ids {
+		n := 0
+		for _, b := range toks[id] {
+			if b&0xC0 != 0x80 {
+				n++
+			}
+		}
+		t.tokChars[k] = uint16(min(n, 0xFFFF))
+	}
 	t.textBits = make([]uint32, (n+31)/32)
 	for _, id := range ids {
 		t.textBits[id>>5] |= 1 << (uint32(id) & 31)
