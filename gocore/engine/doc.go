@@ -13,6 +13,14 @@
 // are computed once, lazily, per Grammar; at run time only the remaining "uncertain"
 // tokens are walked against the full stacks.
 //
+// That first analysis of a position is kept cheap: a trie subtree whose bytes all
+// take the configuration along one run (a loop like [^"]*, or a counted repetition
+// unrolled into nested rules) is settled from per-node byte-kind summaries and
+// token character counts instead of walked; keys deepen through trampolines ("call
+// rule R") so that the many call sites of a rule share one analysis; and analyses
+// are shared across the grammars of a vocabulary by a fingerprint of the structure
+// the longest token can reach.
+//
 // The package owns: the compiled program, the token trie (cached per Vocabulary),
 // stacks, masks, rollback, and lazy activation (trigger tokens, words, patterns, and
 // activation after a marker).
