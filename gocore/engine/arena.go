@@ -57,7 +57,7 @@ type arena struct {
 	cfgID    map[string]int32
 	tabs     []*[256]int32 // per configuration: memoized byte transitions, or nil
 	info     []int32       // per configuration: noExit, with exitBit if hasExit
-	loop     []loopBits    // per configuration: which byte kinds lead back to it
+	loop     []loopBits    // per configuration, grown on demand (see loopOf): runs
 	err      error         // the current operation exceeded the grammar's limits
 	overflow error         // the last such error of a byte step (its transition is dead)
 
@@ -82,7 +82,6 @@ func newArena(g *Grammar) *arena {
 	a.cfgs = append(a.cfgs, config{noExit: cfgDead}) // cfgDead
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, cfgDead)
-	a.loop = append(a.loop, loopBits{})
 	a.cfgID[""] = cfgDead
 	return a
 }
@@ -240,7 +239,6 @@ func (a *arena) internCfg(es []entry) int32 {
 	a.cfgs = append(a.cfgs, c)
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, id)
-	a.loop = append(a.loop, loopBits{})
 	a.cfgID[string(a.key)] = id
 	if exits > 0 {
 		rest := make([]entry, 0, len(es)-exits)
@@ -474,6 +472,15 @@ type loopBits struct {
 	after []kindsAfter
 }
 
+// loopOf returns the run memo of configuration c. Only analysis arenas ask, so
+// matchers' arenas never hold these; the pointer is good until the next step.
+func (a *arena) loopOf(c int32) *loopBits {
+	if int(c) >= len(a.loop) {
+		a.loop = append(a.loop, make([]loopBits, len(a.cfgs)-len(a.loop))...)
+	}
+	return &a.loop[c]
+}
+
 type kindsAfter struct{ takes, then [2]uint64 }
 
 // maxRun caps the run lengths runLength measures (at least the trie's height cap).
@@ -491,7 +498,7 @@ const maxRun = 256
 // capFull, texts of exactly capAt ASCII characters are all alive. Answers are memoized
 // per configuration and byte kind.
 func (a *arena) runLength(c int32, need [2]uint64, h int) (n, capAt int, capFull bool) {
-	lb := &a.loop[c]
+	lb := a.loopOf(c)
 	if need[0]&^lb.capNeed[0] == 0 && need[1]&^lb.capNeed[1] == 0 {
 		capAt, capFull = int(lb.runCap), lb.capFull
 	}
@@ -505,7 +512,7 @@ func (a *arena) runLength(c int32, need [2]uint64, h int) (n, capAt int, capFull
 		if nx == cfgDead {
 			if capAt == 0 && a.lastChar(cur, need) {
 				capAt, capFull = int(m)+1, a.takesAll(cur, need)
-				lb := &a.loop[c]
+				lb := a.loopOf(c)
 				lb.runCap, lb.capNeed, lb.capFull = int32(capAt), need, capFull
 			}
 			break
@@ -519,7 +526,7 @@ func (a *arena) runLength(c int32, need [2]uint64, h int) (n, capAt int, capFull
 	}
 	// Every kind of runNeed and of need takes each configuration of the run to
 	// its one target, for as long as both runs last: keep the union.
-	lb = &a.loop[c]
+	lb = a.loopOf(c)
 	switch {
 	case lb.runLen > 0 && m >= lb.runLen:
 		lb.runNeed[0] |= need[0]
@@ -602,10 +609,11 @@ func (a *arena) takesAll(c int32, need [2]uint64) bool {
 // What follows a character does not depend on which character it was, so this is
 // worked out once per stack.
 func (a *arena) lastChar(c int32, need [2]uint64) bool {
-	if a.loop[c].after == nil {
-		a.loop[c].after = a.computeAfter(c)
+	if lb := a.loopOf(c); lb.after == nil {
+		after := a.computeAfter(c)
+		a.loopOf(c).after = after
 	}
-	for _, ka := range a.loop[c].after {
+	for _, ka := range a.loopOf(c).after {
 		if ka.takes[0]&need[0] != 0 || ka.takes[1]&need[1] != 0 {
 			if ka.then[0]&need[0] != 0 || ka.then[1]&need[1] != 0 {
 				return false
@@ -698,7 +706,7 @@ func (a *arena) sameKinds(c int32, k uint) [2]uint64 {
 // kindsTo returns the configuration (without exits) every byte kind in need takes
 // c to, or cfgDead if they do not all take it to one live configuration.
 func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
-	lb := &a.loop[c]
+	lb := a.loopOf(c)
 	m0, m1 := need[0]&^lb.yes[0], need[1]&^lb.yes[1]
 	if m0&lb.no[0] != 0 || m1&lb.no[1] != 0 {
 		return cfgDead
@@ -715,7 +723,7 @@ func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
 		nx := a.kindTo(c, k)
 		// The bytes the same stacks take go where k goes.
 		same := a.sameKinds(c, k)
-		lb = &a.loop[c] // stepping may have grown a.loop
+		lb = a.loopOf(c) // stepping may have moved a.loop
 		if lb.target == 0 && nx != cfgDead {
 			lb.target = nx
 		}
