@@ -25,18 +25,7 @@ func (p partial) freeFor(c *class) partial {
 	if p.free() {
 		return p
 	}
-	sh := 6 * p.remain()
-	lo := p.value() << sh
-	hi := lo | (1<<sh - 1)
-	var min rune
-	switch p.length() {
-	case 2:
-		min = 0x80
-	case 3:
-		min = 0x800
-	default:
-		min = 0x10000
-	}
+	lo, hi, min := p.bounds()
 	if lo < min || hi > 0x10FFFF || (lo <= 0xDFFF && hi >= 0xD800) || !c.covers(lo, hi) {
 		return p
 	}
@@ -89,13 +78,12 @@ func (p partial) next(b byte) (np partial, cp rune, done, ok bool) {
 	return mkPartial(v, r, p.length()), 0, false, true
 }
 
-// span is the range of code points the partial character may still become,
-// limited to what its length can validly encode.
-func (p partial) span() (lo, hi rune) {
+// bounds returns the code points [lo, hi] the bits so far and the bytes remaining
+// allow, and the smallest code point the character's length may encode.
+func (p partial) bounds() (lo, hi, min rune) {
 	sh := 6 * p.remain()
 	lo = p.value() << sh
 	hi = lo | (1<<sh - 1)
-	var min rune
 	switch p.length() {
 	case 2:
 		min = 0x80
@@ -104,6 +92,13 @@ func (p partial) span() (lo, hi rune) {
 	default:
 		min = 0x10000
 	}
+	return lo, hi, min
+}
+
+// span is the range of code points the partial character may still become,
+// limited to what its length can validly encode.
+func (p partial) span() (lo, hi rune) {
+	lo, hi, min := p.bounds()
 	if lo < min {
 		lo = min
 	}
