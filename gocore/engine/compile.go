@@ -120,6 +120,8 @@ type Grammar struct {
 	slots  map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
 	arenas []*arena            // idle arenas position caches are computed in (posMu)
 	follow [][8]uint32         // per rule: first bytes that may follow it
+	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
+	followKinds [][2]uint64
 }
 
 // options are the settings Compile accepts.
@@ -444,21 +446,7 @@ func (gr *Grammar) computeMinLen() {
 const remMany = 255
 
 func newClass(rs []gbnf.Range, neg bool) class {
-	cp := append([]gbnf.Range(nil), rs...)
-	sort.Slice(cp, func(i, j int) bool { return cp[i].Lo < cp[j].Lo })
-	var merged []gbnf.Range
-	for _, r := range cp {
-		if r.Lo > r.Hi {
-			continue
-		}
-		if k := len(merged) - 1; k >= 0 && r.Lo <= merged[k].Hi+1 {
-			if r.Hi > merged[k].Hi {
-				merged[k].Hi = r.Hi
-			}
-			continue
-		}
-		merged = append(merged, r)
-	}
+	merged := gbnf.NormalizeRanges(rs)
 	c := class{ranges: merged, neg: neg}
 	for ch := rune(0); ch < 128; ch++ {
 		in := false
@@ -697,6 +685,15 @@ func (gr *Grammar) computeFollow() {
 		}
 	}
 	gr.follow = follow
+	gr.followKinds = make([][2]uint64, n)
+	for r := range follow {
+		for b := range 256 {
+			if follow[r][b>>5]&(1<<(uint(b)&31)) != 0 {
+				k := byteKind(byte(b))
+				gr.followKinds[r][k>>6] |= 1 << (k & 63)
+			}
+		}
+	}
 }
 
 // addClassFirstBytes adds every byte that can start the UTF-8 encoding of a code

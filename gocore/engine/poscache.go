@@ -301,19 +301,14 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	words := (g.size + 31) / 32
 	w := &walker{
 		g: g, a: a, t: t,
-		cfg:    make([]int32, t.maxDepth+1),
-		exits:  make([]uint8, t.maxDepth+1),
-		chars:  make([]uint16, t.maxDepth+1),
-		follow: &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]],
+		cfg:         make([]int32, t.maxDepth+1),
+		exits:       make([]uint8, t.maxDepth+1),
+		chars:       make([]uint16, t.maxDepth+1),
+		follow:      &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]],
+		followKinds: g.followKinds[g.ruleOf[s.elems[len(s.elems)-1]]],
 	}
 	if !s.bottom && len(s.elems) < maxKeyDepth {
 		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
-	}
-	for b := 0; b < 256; b++ {
-		if w.follow[b>>5]&(1<<(uint(b)&31)) != 0 {
-			k := byteKind(byte(b))
-			w.followKinds[k>>6] |= 1 << (k & 63)
-		}
 	}
 	w.cfg[0] = a.startAt(s.elems, s.bottom)
 	pc := &posCache{}

@@ -59,18 +59,7 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 				b.WriteByte('.')
 				continue
 			}
-			b.WriteByte('[')
-			if e.Negated {
-				b.WriteByte('^')
-			}
-			for _, r := range e.Ranges {
-				writeChar(b, r.Lo, true)
-				if r.Hi != r.Lo {
-					b.WriteByte('-')
-					writeChar(b, r.Hi, true)
-				}
-			}
-			b.WriteByte(']')
+			writeClass(b, e.Ranges, e.Negated)
 		case RuleRef:
 			if e.Rule >= 0 && e.Rule < len(g.Rules) {
 				b.WriteString(g.Rules[e.Rule].Name)
@@ -88,6 +77,40 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			}
 		}
 	}
+}
+
+// QuoteLiteral returns s as a GBNF string literal, escaped so that Parse (and
+// llama.cpp) reads back exactly s.
+func QuoteLiteral(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		writeChar(&b, r, false)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// FormatClass returns the ranges as a GBNF character class, [^...] if negated.
+func FormatClass(rs []Range, negated bool) string {
+	var b strings.Builder
+	writeClass(&b, rs, negated)
+	return b.String()
+}
+
+func writeClass(b *strings.Builder, rs []Range, negated bool) {
+	b.WriteByte('[')
+	if negated {
+		b.WriteByte('^')
+	}
+	for _, r := range rs {
+		writeChar(b, r.Lo, true)
+		if r.Hi != r.Lo {
+			b.WriteByte('-')
+			writeChar(b, r.Hi, true)
+		}
+	}
+	b.WriteByte(']')
 }
 
 func isSingleChar(e Element) bool {

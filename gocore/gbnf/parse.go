@@ -633,7 +633,23 @@ func (p *parser) parseToken() (*node, error) {
 	return n, nil
 }
 
-// normalize sorts ranges and merges those that overlap or touch.
+// NormalizeRanges returns the ranges sorted, with those that overlap or touch
+// merged; empty ranges (Lo > Hi) are dropped. rs is not modified.
+func NormalizeRanges(rs []Range) []Range {
+	var cp []Range
+	for _, r := range rs {
+		if r.Lo <= r.Hi {
+			cp = append(cp, r)
+		}
+	}
+	if len(cp) == 0 {
+		return nil
+	}
+	return normalize(cp)
+}
+
+// normalize sorts ranges (at least one) in place and merges those that overlap
+// or touch.
 func normalize(rs []Range) []Range {
 	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Lo, b.Lo) })
 	out := rs[:1]

@@ -1,6 +1,9 @@
 package sampling
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Params mirrors llama.cpp's common_params_sampling (same names in snake_case in the
 // field docs, same defaults in DefaultParams), plus the few things tether needs to know
@@ -148,7 +151,7 @@ func NewChainFromParams(p Params) (*Chain, []string, error) {
 	ch.Add(lb)
 
 	if p.Mirostat != 0 {
-		if p.Samplers != nil && !sameOrder(p.Samplers, DefaultOrder) {
+		if p.Samplers != nil && !slices.Equal(p.Samplers, DefaultOrder) {
 			warns = append(warns, "mirostat replaces the sampler chain: the samplers order is ignored")
 		}
 		t, err := NewTemp(p.Temp)
@@ -187,18 +190,6 @@ func NewChainFromParams(p Params) (*Chain, []string, error) {
 		ch.Add(NewDist(p.Seed))
 	}
 	return ch, warns, nil
-}
-
-func sameOrder(a, b []SamplerType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func (p *Params) samplerFor(t SamplerType) (Sampler, []string, error) {

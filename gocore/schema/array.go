@@ -1,6 +1,10 @@
 package schema
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
 
 const maxItemsWritten = 2000
 
@@ -71,7 +75,7 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		return "", c.unsatf("minItems", ptr, "minItems %d needs more items than the schema allows", minI)
 	}
 	ws := c.ws()
-	comma := seq(lit(","), ws)
+	comma := seq(gbnf.QuoteLiteral(","), ws)
 	// tail(i): what may follow after i items have been written (i >= 1)
 	var tail func(i int) string
 	tail = func(i int) string {
@@ -106,5 +110,5 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 			body = opt(body)
 		}
 	}
-	return c.named(hint, seq(lit("["), ws, body, lit("]"))), nil
+	return c.named(hint, seq(gbnf.QuoteLiteral("["), ws, body, gbnf.QuoteLiteral("]"))), nil
 }

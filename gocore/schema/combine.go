@@ -183,13 +183,7 @@ func (c *conv) constValues(o *object) ([]any, bool) {
 	}
 	if cv, ok := o.get("const"); ok {
 		if has {
-			var keep []any
-			for _, v := range vals {
-				if valueKey(v) == valueKey(cv) {
-					keep = append(keep, v)
-				}
-			}
-			vals = keep
+			vals = keepEqual(vals, cv)
 		} else {
 			vals = []any{cv}
 		}

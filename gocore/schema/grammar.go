@@ -2,10 +2,10 @@ package schema
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // builder collects the rules of one grammar: names are unique, and a rule whose
@@ -125,87 +125,28 @@ func ruleName(s string) string {
 	return n
 }
 
-// lit is s as a GBNF string literal.
-func lit(s string) string {
-	var sb strings.Builder
-	sb.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			sb.WriteString(`\"`)
-		case '\\':
-			sb.WriteString(`\\`)
-		case '\n':
-			sb.WriteString(`\n`)
-		case '\r':
-			sb.WriteString(`\r`)
-		case '\t':
-			sb.WriteString(`\t`)
-		default:
-			sb.WriteString(escRune(r))
-		}
-	}
-	sb.WriteByte('"')
-	return sb.String()
-}
-
-// escRune writes r literally when it is printable, else as a GBNF hex escape.
-func escRune(r rune) string {
-	if r >= 0x20 && r < 0x7f || r > 0x7f && unicode.IsPrint(r) && r != 0xFFFD {
-		return string(r)
-	}
-	switch {
-	case r < 0x100:
-		return fmt.Sprintf(`\x%02X`, r)
-	case r < 0x10000:
-		return fmt.Sprintf(`\u%04X`, r)
-	}
-	return fmt.Sprintf(`\U%08X`, r)
-}
-
 // rng is an inclusive range of code points.
-type rng struct{ lo, hi rune }
-
-// normRanges sorts and merges ranges.
-func normRanges(rs []rng) []rng {
-	if len(rs) == 0 {
-		return nil
-	}
-	s := append([]rng(nil), rs...)
-	sort.Slice(s, func(i, j int) bool { return s[i].lo < s[j].lo })
-	out := []rng{s[0]}
-	for _, r := range s[1:] {
-		last := &out[len(out)-1]
-		if r.lo <= last.hi+1 {
-			if r.hi > last.hi {
-				last.hi = r.hi
-			}
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
+type rng = gbnf.Range
 
 // subRanges is a minus b (both normalized).
 func subRanges(a, b []rng) []rng {
 	var out []rng
 	for _, r := range a {
-		lo := r.lo
+		lo := r.Lo
 		for _, x := range b {
-			if x.hi < lo || x.lo > r.hi {
+			if x.Hi < lo || x.Lo > r.Hi {
 				continue
 			}
-			if x.lo > lo {
-				out = append(out, rng{lo, x.lo - 1})
+			if x.Lo > lo {
+				out = append(out, rng{Lo: lo, Hi: x.Lo - 1})
 			}
-			lo = x.hi + 1
-			if lo > r.hi {
+			lo = x.Hi + 1
+			if lo > r.Hi {
 				break
 			}
 		}
-		if lo <= r.hi {
-			out = append(out, rng{lo, r.hi})
+		if lo <= r.Hi {
+			out = append(out, rng{Lo: lo, Hi: r.Hi})
 		}
 	}
 	return out
@@ -216,47 +157,13 @@ func interRanges(a, b []rng) []rng {
 	var out []rng
 	for _, x := range a {
 		for _, y := range b {
-			lo, hi := max(x.lo, y.lo), min(x.hi, y.hi)
+			lo, hi := max(x.Lo, y.Lo), min(x.Hi, y.Hi)
 			if lo <= hi {
-				out = append(out, rng{lo, hi})
+				out = append(out, rng{Lo: lo, Hi: hi})
 			}
 		}
 	}
-	return normRanges(out)
-}
-
-// class writes ranges as a GBNF character class (never empty: callers check).
-func class(rs []rng, negated bool) string {
-	var sb strings.Builder
-	sb.WriteByte('[')
-	if negated {
-		sb.WriteByte('^')
-	}
-	for _, r := range rs {
-		sb.WriteString(classRune(r.lo))
-		if r.hi != r.lo {
-			if r.hi > r.lo+1 {
-				sb.WriteByte('-')
-			}
-			sb.WriteString(classRune(r.hi))
-		}
-	}
-	sb.WriteByte(']')
-	return sb.String()
-}
-
-func classRune(r rune) string {
-	switch r {
-	case '\\', ']', '[', '-', '^', '"':
-		return `\` + string(r)
-	case '\n':
-		return `\n`
-	case '\r':
-		return `\r`
-	case '\t':
-		return `\t`
-	}
-	return escRune(r)
+	return gbnf.NormalizeRanges(out)
 }
 
 // alt joins alternatives; a single one is returned as is.

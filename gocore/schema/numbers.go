@@ -3,6 +3,8 @@ package schema
 import (
 	"math/big"
 	"strings"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // Exact grammars for integer ranges. A range is a pair of *big.Int bounds, nil
@@ -121,11 +123,11 @@ func itoa(n int) string { return big.NewInt(int64(n)).String() }
 // sameLen is the grammar of the numerals of one length between lo and hi.
 func sameLen(lo, hi string) string {
 	if lo == hi {
-		return lit(lo)
+		return gbnf.QuoteLiteral(lo)
 	}
 	n := len(lo)
 	if lo[0] == hi[0] {
-		return seq(lit(lo[:1]), group(sameLen(lo[1:], hi[1:])))
+		return seq(gbnf.QuoteLiteral(lo[:1]), group(sameLen(lo[1:], hi[1:])))
 	}
 	rest := func(d0, d1 byte) string {
 		if n == 1 {
@@ -138,7 +140,7 @@ func sameLen(lo, hi string) string {
 	var alts []string
 	first, last := lo[0], hi[0]
 	if !loZero {
-		alts = append(alts, seq(lit(lo[:1]), group(sameLen(lo[1:], strings.Repeat("9", n-1)))))
+		alts = append(alts, seq(gbnf.QuoteLiteral(lo[:1]), group(sameLen(lo[1:], strings.Repeat("9", n-1)))))
 		first++
 	}
 	if !hiNine {
@@ -148,7 +150,7 @@ func sameLen(lo, hi string) string {
 		alts = append(alts, rest(first, last))
 	}
 	if !hiNine {
-		alts = append(alts, seq(lit(hi[:1]), group(sameLen(strings.Repeat("0", n-1), hi[1:]))))
+		alts = append(alts, seq(gbnf.QuoteLiteral(hi[:1]), group(sameLen(strings.Repeat("0", n-1), hi[1:]))))
 	}
 	if len(alts) == 1 {
 		return alts[0]
@@ -158,7 +160,7 @@ func sameLen(lo, hi string) string {
 
 func digitClass(a, b byte) string {
 	if a == b {
-		return lit(string(a))
+		return gbnf.QuoteLiteral(string(a))
 	}
 	return "[" + string(a) + "-" + string(b) + "]"
 }

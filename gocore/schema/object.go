@@ -3,6 +3,8 @@ package schema
 import (
 	"sort"
 	"strconv"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // maxPropertyCount bounds minProperties/maxProperties that are enforced by
@@ -153,7 +155,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			}
 			return "", err
 		}
-		kvs = append(kvs, seq(lit(jsonQuote(np.name)), ws, lit(":"), ws, v))
+		kvs = append(kvs, seq(gbnf.QuoteLiteral(jsonQuote(np.name)), ws, gbnf.QuoteLiteral(":"), ws, v))
 		kept = append(kept, np)
 	}
 	named = kept
@@ -170,7 +172,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			keyAlts = append(keyAlts, seq(lit(`"`), group(body), lit(`"`)))
+			keyAlts = append(keyAlts, seq(gbnf.QuoteLiteral(`"`), group(body), gbnf.QuoteLiteral(`"`)))
 			vs = allOfSchema(vs, patterns.vals[p])
 		}
 		if vs == nil {
@@ -187,7 +189,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			break
 		}
 		key := c.named(hint+"-pkey", alt(keyAlts))
-		addKV = seq(key, ws, lit(":"), ws, v)
+		addKV = seq(key, ws, gbnf.QuoteLiteral(":"), ws, v)
 	case addl == false:
 	default:
 		var key string
@@ -221,7 +223,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			}
 			break
 		}
-		addKV = seq(key, ws, lit(":"), ws, v)
+		addKV = seq(key, ws, gbnf.QuoteLiteral(":"), ws, v)
 	}
 
 	// counts
@@ -258,7 +260,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	if !ok {
 		return "", c.unsatf("minProperties", ptr, "no object satisfies the property counts")
 	}
-	return c.named(hint, seq(lit("{"), ws, body, lit("}"))), nil
+	return c.named(hint, seq(gbnf.QuoteLiteral("{"), ws, body, gbnf.QuoteLiteral("}"))), nil
 }
 
 type objState struct {
@@ -295,7 +297,7 @@ func (ob *objBuilder) state(i, n int) (string, bool) {
 
 func (ob *objBuilder) build(i, n int) (string, bool) {
 	ws := ob.c.ws()
-	comma := seq(lit(","), ws)
+	comma := seq(gbnf.QuoteLiteral(","), ws)
 	if i == len(ob.named) {
 		lo := max(0, ob.minP-n)
 		hi := -1
@@ -413,7 +415,7 @@ func (c *conv) keyExcept(names []string, hint string) string {
 	write = func(n *node) string {
 		var alts []string
 		if !n.end {
-			alts = append(alts, lit(`"`))
+			alts = append(alts, gbnf.QuoteLiteral(`"`))
 		}
 		runes := make([]rune, 0, len(n.kids))
 		for r := range n.kids {
@@ -427,13 +429,13 @@ func (c *conv) keyExcept(names []string, hint string) string {
 			if isJSONSpecial(r) {
 				specials[r] = true
 			} else {
-				plain = append(plain, rng{r, r})
+				plain = append(plain, rng{Lo: r, Hi: r})
 			}
 		}
 		// any other character, then anything
-		excl := normRanges(append(plain, jsonSpecialRanges...))
+		excl := gbnf.NormalizeRanges(append(plain, jsonSpecialRanges...))
 		var other []string
-		other = append(other, class(subRanges(excl, surrogates), true))
+		other = append(other, gbnf.FormatClass(subRanges(excl, surrogates), true))
 		if len(specials) == 0 {
 			other = append(other, primRef(c.b, "kesc"))
 		} else {
@@ -451,5 +453,5 @@ func (c *conv) keyExcept(names []string, hint string) string {
 		alts = append(alts, seq("("+alt(other)+")", krest))
 		return c.b.rule("k", alt(alts))
 	}
-	return seq(lit(`"`), write(root))
+	return seq(gbnf.QuoteLiteral(`"`), write(root))
 }

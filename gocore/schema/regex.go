@@ -5,6 +5,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // FromRegex converts a regular expression into GBNF text whose root accepts
@@ -147,7 +149,7 @@ func (rc *regexConv) anyText() string {
 	if rc.json {
 		return primRef(rc.b, "char") + "*"
 	}
-	return class(subRanges([]rng{{0, unicode.MaxRune}}, surrogates), false) + "*"
+	return gbnf.FormatClass(subRanges([]rng{{Lo: 0, Hi: unicode.MaxRune}}, surrogates), false) + "*"
 }
 
 // conv converts one node; mult is the product of the repetition counts around
@@ -170,7 +172,7 @@ func (rc *regexConv) conv(re *syntax.Regexp, mult int) (string, int, error) {
 			for _, r := range re.Rune {
 				if isJSONSpecial(r) {
 					if sb.Len() > 0 {
-						xs = append(xs, lit(sb.String()))
+						xs = append(xs, gbnf.QuoteLiteral(sb.String()))
 						sb.Reset()
 					}
 					xs = append(xs, group(jsonRuneExpr(r)))
@@ -179,10 +181,10 @@ func (rc *regexConv) conv(re *syntax.Regexp, mult int) (string, int, error) {
 				sb.WriteRune(r)
 			}
 			if sb.Len() > 0 {
-				xs = append(xs, lit(sb.String()))
+				xs = append(xs, gbnf.QuoteLiteral(sb.String()))
 			}
 		} else {
-			xs = append(xs, lit(string(re.Rune)))
+			xs = append(xs, gbnf.QuoteLiteral(string(re.Rune)))
 		}
 		if err := rc.grow(len(re.Rune), mult); err != nil {
 			return "", 0, err
@@ -191,16 +193,16 @@ func (rc *regexConv) conv(re *syntax.Regexp, mult int) (string, int, error) {
 	case syntax.OpCharClass:
 		var rs []rng
 		for i := 0; i+1 < len(re.Rune); i += 2 {
-			rs = append(rs, rng{re.Rune[i], re.Rune[i+1]})
+			rs = append(rs, rng{Lo: re.Rune[i], Hi: re.Rune[i+1]})
 		}
 		if err := rc.grow(1, mult); err != nil {
 			return "", 0, err
 		}
-		return rc.classExpr(normRanges(rs)), 1, nil
+		return rc.classExpr(gbnf.NormalizeRanges(rs)), 1, nil
 	case syntax.OpAnyCharNotNL:
-		return rc.classExpr([]rng{{0, '\n' - 1}, {'\n' + 1, unicode.MaxRune}}), 1, nil
+		return rc.classExpr([]rng{{Lo: 0, Hi: '\n' - 1}, {Lo: '\n' + 1, Hi: unicode.MaxRune}}), 1, nil
 	case syntax.OpAnyChar:
-		return rc.classExpr([]rng{{0, unicode.MaxRune}}), 1, nil
+		return rc.classExpr([]rng{{Lo: 0, Hi: unicode.MaxRune}}), 1, nil
 	case syntax.OpBeginLine, syntax.OpBeginText:
 		return "", 0, rc.errorf("the start anchor (^ or \\A) is supported only at the start of the pattern")
 	case syntax.OpEndLine, syntax.OpEndText:
@@ -291,7 +293,7 @@ func seqGroup(xs []string) string {
 const noMatch = `[^\x00-\U0010FFFF]`
 
 // surrogates are not code points a grammar can match.
-var surrogates = []rng{{0xD800, 0xDFFF}}
+var surrogates = []rng{{Lo: 0xD800, Hi: 0xDFFF}}
 
 // classExpr writes a set of code points: in raw mode one class; in json mode the
 // unescaped part as a class plus each character that JSON must escape, escaped.
@@ -301,19 +303,19 @@ func (rc *regexConv) classExpr(rs []rng) string {
 		return noMatch
 	}
 	if !rc.json {
-		return class(rs, false)
+		return gbnf.FormatClass(rs, false)
 	}
 	plain := subRanges(rs, jsonSpecialRanges)
 	var alts []string
 	if len(plain) > 0 {
-		alts = append(alts, class(plain, false))
+		alts = append(alts, gbnf.FormatClass(plain, false))
 	}
 	special := interRanges(rs, jsonSpecialRanges)
 	if len(special) > 0 && len(subRanges(jsonSpecialRanges, special)) == 0 {
 		alts = append(alts, primRef(rc.b, "esc"))
 	} else {
 		for _, r := range special {
-			for c := r.lo; c <= r.hi; c++ {
+			for c := r.Lo; c <= r.Hi; c++ {
 				alts = append(alts, jsonRuneExpr(c))
 			}
 		}
@@ -325,7 +327,7 @@ func (rc *regexConv) classExpr(rs []rng) string {
 }
 
 // jsonSpecialRanges are the code points JSON strings must escape.
-var jsonSpecialRanges = []rng{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}
+var jsonSpecialRanges = []rng{{Lo: 0, Hi: 0x1F}, {Lo: '"', Hi: '"'}, {Lo: '\\', Hi: '\\'}}
 
 func isJSONSpecial(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }
 
@@ -333,17 +335,17 @@ func isJSONSpecial(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }
 // spelling, and for control characters also the other escaped one.
 func jsonRuneExpr(r rune) string {
 	if !isJSONSpecial(r) {
-		return lit(string(r))
+		return gbnf.QuoteLiteral(string(r))
 	}
 	hexLo := fmt.Sprintf("%04x", r)
-	u := lit(`\u`+hexLo[:3]) + " " + hexClass(hexLo[3])
+	u := gbnf.QuoteLiteral(`\u`+hexLo[:3]) + " " + hexClass(hexLo[3])
 	switch r {
 	case '"':
-		return lit(`\"`)
+		return gbnf.QuoteLiteral(`\"`)
 	case '\\':
-		return lit(`\\`)
+		return gbnf.QuoteLiteral(`\\`)
 	case '\b', '\f', '\n', '\r', '\t':
-		return lit(jsonEscapeRune(r)) + " | " + u
+		return gbnf.QuoteLiteral(jsonEscapeRune(r)) + " | " + u
 	}
 	return u
 }
@@ -352,14 +354,14 @@ func hexClass(c byte) string {
 	if c >= 'a' && c <= 'f' {
 		return "[" + string(c) + string(c-'a'+'A') + "]"
 	}
-	return lit(string(c))
+	return gbnf.QuoteLiteral(string(c))
 }
 
 // foldRanges is the case-folding orbit of r.
 func foldRanges(r rune) []rng {
-	rs := []rng{{r, r}}
+	rs := []rng{{Lo: r, Hi: r}}
 	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		rs = append(rs, rng{f, f})
+		rs = append(rs, rng{Lo: f, Hi: f})
 	}
-	return normRanges(rs)
+	return gbnf.NormalizeRanges(rs)
 }

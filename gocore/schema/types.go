@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 func (c *conv) unsatf(keyword, ptr, format string, args ...any) error {
@@ -294,13 +296,7 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 	if cv, ok := o.get("const"); ok {
 		kw = "const"
 		if o.has("enum") {
-			var keep []any
-			for _, v := range vals {
-				if valueKey(v) == valueKey(cv) {
-					keep = append(keep, v)
-				}
-			}
-			vals = keep
+			vals = keepEqual(vals, cv)
 		} else {
 			vals = []any{cv}
 		}
@@ -424,32 +420,32 @@ func (c *conv) literal(v any) string {
 	switch v := v.(type) {
 	case []any:
 		if len(v) == 0 {
-			return seq(lit("["), c.ws(), lit("]"))
+			return seq(gbnf.QuoteLiteral("["), c.ws(), gbnf.QuoteLiteral("]"))
 		}
-		parts := []string{lit("["), c.ws()}
+		parts := []string{gbnf.QuoteLiteral("["), c.ws()}
 		for i, x := range v {
 			if i > 0 {
-				parts = append(parts, lit(","), c.ws())
+				parts = append(parts, gbnf.QuoteLiteral(","), c.ws())
 			}
 			parts = append(parts, c.literal(x), c.ws())
 		}
-		parts = append(parts, lit("]"))
+		parts = append(parts, gbnf.QuoteLiteral("]"))
 		return "(" + seq(parts...) + ")"
 	case *object:
 		if len(v.keys) == 0 {
-			return seq(lit("{"), c.ws(), lit("}"))
+			return seq(gbnf.QuoteLiteral("{"), c.ws(), gbnf.QuoteLiteral("}"))
 		}
-		parts := []string{lit("{"), c.ws()}
+		parts := []string{gbnf.QuoteLiteral("{"), c.ws()}
 		for i, k := range v.keys {
 			if i > 0 {
-				parts = append(parts, lit(","), c.ws())
+				parts = append(parts, gbnf.QuoteLiteral(","), c.ws())
 			}
-			parts = append(parts, lit(jsonQuote(k)), c.ws(), lit(":"), c.ws(), c.literal(v.vals[k]), c.ws())
+			parts = append(parts, gbnf.QuoteLiteral(jsonQuote(k)), c.ws(), gbnf.QuoteLiteral(":"), c.ws(), c.literal(v.vals[k]), c.ws())
 		}
-		parts = append(parts, lit("}"))
+		parts = append(parts, gbnf.QuoteLiteral("}"))
 		return "(" + seq(parts...) + ")"
 	}
-	return lit(canonical(v))
+	return gbnf.QuoteLiteral(canonical(v))
 }
 
 // ---- numbers ----
@@ -614,7 +610,7 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 	if maxL >= 0 && maxL < minL {
 		return "", c.unsatf("maxLength", ptr, "maxLength %d is less than minLength %d", maxL, minL)
 	}
-	q := lit(`"`)
+	q := gbnf.QuoteLiteral(`"`)
 	if fv, ok := o.get("format"); ok {
 		fs, _ := fv.(string)
 		if f, known := formats[fs]; known {
@@ -941,4 +937,15 @@ func vacuous(v any) bool {
 		return v == "0"
 	}
 	return false
+}
+
+// keepEqual returns the values of vals equal (as JSON) to cv.
+func keepEqual(vals []any, cv any) []any {
+	var keep []any
+	for _, v := range vals {
+		if valueKey(v) == valueKey(cv) {
+			keep = append(keep, v)
+		}
+	}
+	return keep
 }

@@ -156,25 +156,13 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 		if i+1 >= len(s.data) {
 			return dst, s.syntaxError(start, "unterminated string")
 		}
-		switch e := s.data[i+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
+		e := s.data[i+1]
+		if c := jsonEscapes[e]; c != 0 {
+			dst = append(dst, c)
 			s.pos = i + 2
-		case 'b':
-			dst = append(dst, '\b')
-			s.pos = i + 2
-		case 'f':
-			dst = append(dst, '\f')
-			s.pos = i + 2
-		case 'n':
-			dst = append(dst, '\n')
-			s.pos = i + 2
-		case 'r':
-			dst = append(dst, '\r')
-			s.pos = i + 2
-		case 't':
-			dst = append(dst, '\t')
-			s.pos = i + 2
+			continue
+		}
+		switch e {
 		case 'u':
 			r, ok := s.hex4(i + 2)
 			if !ok {
@@ -200,6 +188,10 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 		}
 	}
 }
+
+// jsonEscapes maps the byte after a backslash to the byte it stands for (0: not a
+// one-byte escape).
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 parses four hex digits at data[at:at+4].
 func (s *scanner) hex4(at int) (rune, bool) {

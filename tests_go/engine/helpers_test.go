@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
-	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -78,10 +76,8 @@ type llamaCases struct {
 
 func loadCases(t testing.TB) *llamaCases {
 	t.Helper()
-	data, err := os.ReadFile(testdata.Shared(t, "conformance/llamacpp_cases.json"))
-	require.NoError(t, err)
 	var c llamaCases
-	require.NoError(t, json.Unmarshal(data, &c))
+	testdata.SharedJSON(t, "conformance/llamacpp_cases.json", &c)
 	return &c
 }
 

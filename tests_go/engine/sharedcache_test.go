@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -33,7 +34,7 @@ func sameMasks(t *testing.T, a, b *engine.Grammar, text string) []uint32 {
 		if first == nil {
 			first = append([]uint32(nil), wa...)
 		}
-		if !equalWords(wa, wb) {
+		if !slices.Equal(wa, wb) {
 			t.Fatalf("after %q: masks differ (shared vs unshared): %s", text[:i], maskDiff(a.Vocabulary(), wa, wb))
 		}
 		if i == len(text) {
@@ -43,18 +44,6 @@ func sameMasks(t *testing.T, a, b *engine.Grammar, text string) []uint32 {
 		require.NoError(t, mb.AcceptBytes([]byte{text[i]}), "after %q", text[:i])
 	}
 	return first
-}
-
-func equalWords(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func maskDiff(v engine.Vocabulary, a, b []uint32) string {
@@ -201,7 +190,7 @@ ws ::= [ \t]*
 				mask := make([]uint32, (size+31)/32)
 				for i := 0; i <= len(text); i++ {
 					m.FillMask(mask)
-					if !equalWords(mask, want[i]) {
+					if !slices.Equal(mask, want[i]) {
 						errs <- fmt.Errorf("after %q: mask differs: %s", text[:i], maskDiff(v, mask, want[i]))
 						return
 					}

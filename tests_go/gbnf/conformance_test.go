@@ -1,8 +1,6 @@
 package gbnf_test
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,10 +34,8 @@ type llamaCases struct {
 
 func loadCases(t testing.TB) *llamaCases {
 	t.Helper()
-	b, err := os.ReadFile(testdata.Shared(t, "conformance/llamacpp_cases.json"))
-	require.NoError(t, err)
 	var c llamaCases
-	require.NoError(t, json.Unmarshal(b, &c))
+	testdata.SharedJSON(t, "conformance/llamacpp_cases.json", &c)
 	return &c
 }
 

@@ -6,18 +6,10 @@ import (
 	"time"
 
 	"github.com/tetherlm/tether/gocore/sampling"
+	"github.com/tetherlm/tether/tests_go/internal/samplingbench"
 )
 
 const llama3Vocab = 128256
-
-// reportP50 records the median of per-step durations as a custom metric.
-func reportP50(b *testing.B, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
-}
 
 func benchRows(n int) [][]float32 {
 	rows := make([][]float32, 8)
@@ -57,7 +49,7 @@ func BenchmarkDefaultChain128k(b *testing.B) {
 		ds[i] = time.Since(t0)
 	}
 	b.StopTimer()
-	reportP50(b, ds)
+	samplingbench.ReportP50(b, ds)
 }
 
 // BenchmarkSampler128k mirrors llama.cpp's test_perf: each sampler alone on 128,256
@@ -182,39 +174,7 @@ func BenchmarkGrammar128k(b *testing.B) {
 	for _, r := range rows {
 		must = append(must, topIDs(r, 64)...)
 	}
-	g := newScanGrammar(must)
-	for _, mode := range []struct {
-		name         string
-		grammarFirst bool
-	}{{"sample_then_check", false}, {"mask_then_sample", true}} {
-		b.Run(mode.name, func(b *testing.B) {
-			p := sampling.DefaultParams()
-			p.Seed = 1
-			p.GrammarFirst = mode.grammarFirst
-			s, _, err := sampling.NewSessionFromParams(p, g)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := 0; i < 16; i++ {
-				_, _ = s.Sample(rows[i%len(rows)])
-			}
-			ds := make([]time.Duration, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if _, err := s.Sample(rows[i%len(rows)]); err != nil {
-					b.Fatal(err)
-				}
-				ds[i] = time.Since(t0)
-			}
-			b.StopTimer()
-			if !mode.grammarFirst && s.Stats().Resamples != 0 {
-				b.Fatalf("first pick rejected %d times", s.Stats().Resamples)
-			}
-			reportP50(b, ds)
-		})
-	}
+	samplingbench.GrammarModes(b, newScanGrammar(must), rows)
 }
 
 // TestDefaultChainAllocationFree: zero allocations per step in steady state.

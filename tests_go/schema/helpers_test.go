@@ -2,7 +2,6 @@ package schema_test
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,9 +51,7 @@ type llamaCases struct {
 
 func loadLlamaCases(t testing.TB) llamaCases {
 	t.Helper()
-	data, err := os.ReadFile(testdata.Shared(t, "conformance/llamacpp_cases.json"))
-	require.NoError(t, err)
 	var lc llamaCases
-	require.NoError(t, json.Unmarshal(data, &lc))
+	testdata.SharedJSON(t, "conformance/llamacpp_cases.json", &lc)
 	return lc
 }

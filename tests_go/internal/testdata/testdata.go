@@ -3,6 +3,7 @@
 package testdata
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -60,4 +61,16 @@ func Shared(t testing.TB, rel string) string {
 		t.Fatalf("shared test data missing: %v", err)
 	}
 	return p
+}
+
+// SharedJSON decodes the JSON file rel of the shared folder (see Shared) into v.
+func SharedJSON(t testing.TB, rel string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(Shared(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
 }

@@ -10,15 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/sampling"
 	"github.com/tetherlm/tether/gocore/vocab"
+	"github.com/tetherlm/tether/tests_go/internal/samplingbench"
 )
 
 var _ sampling.Grammar = (*engine.Matcher)(nil) // the engine satisfies the interface
@@ -105,39 +104,5 @@ func BenchmarkEngineGrammar128k(b *testing.B) {
 	for i := range rows {
 		rows[i] = logitsFavoring(size, allowed[i*8:i*8+20], uint64(i+1))
 	}
-	for _, mode := range []struct {
-		name         string
-		grammarFirst bool
-	}{{"sample_then_check", false}, {"mask_then_sample", true}} {
-		b.Run(mode.name, func(b *testing.B) {
-			p := sampling.DefaultParams()
-			p.Seed = 1
-			p.GrammarFirst = mode.grammarFirst
-			s, _, err := sampling.NewSessionFromParams(p, m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := 0; i < 16; i++ {
-				if _, err := s.Sample(rows[i%len(rows)]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			ds := make([]time.Duration, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if _, err := s.Sample(rows[i%len(rows)]); err != nil {
-					b.Fatal(err)
-				}
-				ds[i] = time.Since(t0)
-			}
-			b.StopTimer()
-			if !mode.grammarFirst && s.Stats().Resamples != 0 {
-				b.Fatalf("first pick rejected %d times", s.Stats().Resamples)
-			}
-			slices.Sort(ds)
-			b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
-		})
-	}
+	samplingbench.GrammarModes(b, m, rows)
 }
