@@ -37,3 +37,10 @@ class SchemaError(TetherError, ValueError):
 class InternalError(TetherError, RuntimeError):
     """A bug inside tether's Go core (a recovered Go panic). The interpreter is unharmed;
     the message carries the place in the Go code, please report it."""
+
+
+class GrammarLimitError(TetherError, RuntimeError):
+    """The grammar engine hit a resource limit (stacks, work or memory) and cannot
+    compute an exact mask for this state. No mask is returned: tether never lets a token
+    through that the grammar might refuse. Simplify the grammar (fewer overlapping
+    alternatives) or raise the limit where the API offers one."""
