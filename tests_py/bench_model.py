@@ -1,20 +1,31 @@
-"""Go (tether generate) vs PyTorch CPU on a SmolLM-135M-shaped random model, f32.
+"""Go (tether generate) vs PyTorch CPU on a SmolLM-135M-shaped random model, f32 and bf16.
 
 Builds LlamaForCausalLM with SmolLM-135M's shape (hidden 576, 30 layers, 9 query heads
 sharing 3 key/value heads, intermediate 1536, vocab 49152, tied embeddings, rope_theta
-10000) and random weights, saves it as f32 safetensors with the Llama-2 tokenizer (no
-SmolLM tokenizer is among the test tokenizers). The tokenizer has 32,000 tokens; the model
-keeps SmolLM's 49,152 rows, so ids 32,000..49,151 are padding the tokenizer never produces
-(gocore/vocab treats them as such) and the products have exactly SmolLM's sizes.
+10000) and random weights, saves it as f32 and as bf16 safetensors with the Llama-2
+tokenizer (no SmolLM tokenizer is among the test tokenizers). The tokenizer has 32,000
+tokens; the model keeps SmolLM's 49,152 rows, so ids 32,000..49,151 are padding the
+tokenizer never produces (gocore/vocab treats them as such) and the products have exactly
+SmolLM's sizes.
 
-Then, in the same run and with the same number of threads (2 unless --threads):
-- Go: `tether generate --temp 0 --ignore-eog`, reading its prefill and decode tokens/s;
-- PyTorch: torch.set_num_threads(threads), one forward over the prompt (prefill), then
-  one forward per token with the KV cache (DynamicCache) and argmax (decode), under
-  inference_mode: the eager loop `generate` runs, without its bookkeeping.
-Each side runs --repeat times (default 3); the median is reported, with min and max.
+Then, per dtype, in the same run and with the same number of threads (2 unless --threads):
+- Go: `tether generate --temp 0 --ignore-eog` on that checkpoint (bf16 weights stay bf16
+  in memory), reading its prefill and decode tokens/s;
+- PyTorch: the model in that dtype, torch.set_num_threads(threads), one forward over the
+  prompt keeping only the last position's logits (logits_to_keep=1, as `generate` does)
+  for prefill, then one forward per token with the KV cache (DynamicCache) and argmax
+  (decode), under inference_mode: the eager loop `generate` runs, without its bookkeeping.
+Both sides are warmed up once, then run --repeat times (default 5) interleaved; the
+median is reported, with min and max, and the ratios of medians.
+
+It also measures the memory bandwidth (a STREAM-like copy of 256 MiB with the same
+threads, bytes read + written per second, median of 5), computes the bytes one decode
+step must read (every weight once, the tied embedding once as the output layer, and on
+average half the KV cache the run fills) and prints the bound bandwidth/bytes in
+tokens/s and the fraction of it Go's decode reaches.
 
     .venv/bin/python tests_py/bench_model.py [--prompt-tokens 128] [--decode-tokens 64]
+        [--repeat 5] [--dtypes f32,bf16]
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ TEXT = (
 )
 
 
-def build(out: Path) -> None:
+def build(out: Path, dtype: str) -> None:
     import shutil
 
     import torch
@@ -62,6 +73,8 @@ def build(out: Path) -> None:
     )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).to(torch.float32)
+    if dtype == "bf16":
+        model = model.to(torch.bfloat16)
     model.save_pretrained(out)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(TOKENIZERS / "llama2" / f, out / f)
@@ -106,7 +119,7 @@ def run_torch(model, ids: list[int], decode: int) -> tuple[float, float]:
         x = torch.tensor([ids])
         cache = DynamicCache()
         t0 = time.perf_counter()
-        out = model(input_ids=x, past_key_values=cache, use_cache=True)
+        out = model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         t1 = time.perf_counter()
         for _ in range(decode):
@@ -120,52 +133,103 @@ def summary(xs: list[float]) -> str:
     return f"{statistics.median(xs):8.1f}  (min {min(xs):.1f}, max {max(xs):.1f})"
 
 
+def bandwidth(threads: int, mib: int = 256, repeat: int = 5) -> float:
+    """STREAM-like copy: bytes read + written per second (median), with threads threads."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a = torch.ones(mib << 18, dtype=torch.float32)
+    b = torch.empty_like(a)
+    b.copy_(a)  # fault the pages in
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        b.copy_(a)
+        times.append(time.perf_counter() - t)
+    return 2 * a.numel() * 4 / statistics.median(times)
+
+
+def decode_bytes(cfg: dict, dtype: str, prompt: int, decode: int) -> float:
+    """Bytes one decode step reads on average: weights once, plus the KV cache (f32)."""
+    h, i, v, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    hd = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * hd
+    per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
+    params = n * per_layer + v * h + h  # tied: the embedding is read once, as lm_head
+    wbytes = params * (2 if dtype == "bf16" else 4)
+    avg_pos = prompt + decode / 2
+    return wbytes + n * 2 * kv * avg_pos * 4
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--model-dir", type=Path, help="reuse (or create) the model here")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dtypes", default="f32,bf16", help="comma-separated: f32, bf16")
+    ap.add_argument("--model-dir", type=Path, help="reuse (or create) the models under here")
     args = ap.parse_args()
     if not TETHER.exists():
         sys.exit(f"{TETHER} missing: run `make build`")
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    for d in dtypes:
+        if d not in ("f32", "bf16"):
+            sys.exit(f"unknown dtype {d!r}: use f32 or bf16")
 
     import torch
     import transformers
 
     torch.set_num_threads(args.threads)
+    bw = bandwidth(args.threads)
+    text, ids = prompt_text(args.prompt_tokens)
+    lines = [
+        f"SmolLM-135M-shaped, {len(ids)}-token prompt, {args.decode_tokens} decode tokens, "
+        f"{args.threads} threads, median of {args.repeat} (tokens/s)",
+        f"  memory bandwidth (STREAM-like copy, {args.threads} threads): {bw / 1e9:.1f} GB/s",
+    ]
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
-        d = args.model_dir or Path(tmp) / "smollm-135m-shaped"
-        if not (d / "model.safetensors").exists():
-            d.mkdir(parents=True, exist_ok=True)
-            t = time.perf_counter()
-            build(d)
-            print(f"built {d} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-        text, ids = prompt_text(args.prompt_tokens)
-        model = transformers.LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
-        run_torch(model, ids[:8], 2)  # warm-up: first-call allocations and kernels
+        root = args.model_dir or Path(tmp)
+        for dt in dtypes:
+            d = root / f"smollm-135m-shaped-{dt}"
+            if not (d / "model.safetensors").exists():
+                d.mkdir(parents=True, exist_ok=True)
+                t = time.perf_counter()
+                build(d, dt)
+                print(f"built {d} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+            cfg = json.loads((d / "config.json").read_text())
+            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
+            model = transformers.LlamaForCausalLM.from_pretrained(d, dtype=tdt).eval()
+            # Warm-up: first-call allocations and kernels, the checkpoint in the page cache.
+            run_torch(model, ids, 2)
+            run_go(d, text, 2, args.threads)
 
-        go_pre, go_dec, torch_pre, torch_dec = [], [], [], []
-        for _ in range(args.repeat):  # interleaved, so drift in the machine hits both
-            p, dcd, go_ids = run_go(d, text, args.decode_tokens, args.threads)
-            if go_ids != ids:
-                sys.exit("Go tokenized the prompt differently from the tokenizers package")
-            go_pre.append(p)
-            go_dec.append(dcd)
-            p, dcd = run_torch(model, ids, args.decode_tokens)
-            torch_pre.append(p)
-            torch_dec.append(dcd)
+            go_pre, go_dec, torch_pre, torch_dec = [], [], [], []
+            for _ in range(args.repeat):  # interleaved, so drift in the machine hits both
+                p, dcd, go_ids = run_go(d, text, args.decode_tokens, args.threads)
+                if go_ids != ids:
+                    sys.exit("Go tokenized the prompt differently from the tokenizers package")
+                go_pre.append(p)
+                go_dec.append(dcd)
+                p, dcd = run_torch(model, ids, args.decode_tokens)
+                torch_pre.append(p)
+                torch_dec.append(dcd)
+            del model
 
-    print(
-        f"SmolLM-135M-shaped f32, {len(ids)}-token prompt, {args.decode_tokens} decode "
-        f"tokens, {args.threads} threads, median of {args.repeat} (tokens/s)"
-    )
-    print(f"  decode   go {summary(go_dec)}   torch {summary(torch_dec)}")
-    print(f"  prefill  go {summary(go_pre)}   torch {summary(torch_pre)}")
-    rd = statistics.median(go_dec) / statistics.median(torch_dec)
-    rp = statistics.median(go_pre) / statistics.median(torch_pre)
-    print(f"  ratio go/torch: decode {rd:.2f}x, prefill {rp:.2f}x")
+            nbytes = decode_bytes(cfg, dt, len(ids), args.decode_tokens)
+            bound = bw / nbytes
+            rd = statistics.median(go_dec) / statistics.median(torch_dec)
+            rp = statistics.median(go_pre) / statistics.median(torch_pre)
+            lines += [
+                f"{dt}:",
+                f"  decode   go {summary(go_dec)}   torch {summary(torch_dec)}",
+                f"  prefill  go {summary(go_pre)}   torch {summary(torch_pre)}",
+                f"  ratio go/torch: decode {rd:.2f}x, prefill {rp:.2f}x",
+                f"  decode bound: {nbytes / 1e6:.0f} MB read per token -> {bound:.1f} tok/s at "
+                f"{bw / 1e9:.1f} GB/s; go reaches {statistics.median(go_dec) / bound:.0%} of it, "
+                f"torch {statistics.median(torch_dec) / bound:.0%}",
+            ]
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

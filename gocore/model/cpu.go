@@ -2,167 +2,595 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"runtime"
-	"sync"
 
 	"gorgonia.org/tensor"
 )
 
-// CPU is the Engine that runs on the host: matrix-vector rows and matrix-matrix row
-// blocks are spread over goroutines, and each goroutine runs an AVX2/FMA dot-product
-// kernel (a portable Go loop where the CPU lacks it). Weights stay where Upload found
-// them (often a memory-mapped safetensors file).
+// CPU is the Engine that runs on the host. Weight matrices are repacked at Upload into
+// panels of 16 output rows stored transposed ([cols][16], see panelW), in float32 or,
+// for BF16 checkpoints, in bfloat16. Every product walks panels:
+//
+//   - decode (one token): a matrix-vector kernel streams each panel once, 64 bytes (32
+//     for bf16, widened in registers) per input element, with no horizontal sums; the
+//     forward pass is bound by how fast the weights come from memory;
+//   - prefill (n tokens): a 6×16 register-blocked GEMM micro-kernel multiplies six
+//     tokens by one panel (kept in cache, bf16 widened once per panel) per call, so
+//     each weight byte read from memory serves all n tokens.
+//
+// Panels are split over a persistent pool of worker goroutines (no goroutine is started
+// per product). The kernels are AVX2/FMA assembly where the CPU has it, portable Go
+// elsewhere (or with WithPortableKernels).
 type CPU struct {
 	threads int
+	kern    kernels
+	pool    *pool
+	scratch []cpuScratch // per worker
+	h       []float32    // normalized rows for the fused products
+	xtail   []float32    // the last n%6 rows of a product's input, zero-padded to 6
 }
 
-// NewCPU returns a CPU engine using threads goroutines per product (<= 0: GOMAXPROCS).
-func NewCPU(threads int) *CPU {
+// cpuScratch is one worker's buffers.
+type cpuScratch struct {
+	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
+	tile, tile2 [gemmRows * panelW]float32
+	scores      []float32 // attention scores
+}
+
+// CPUOption configures NewCPU.
+type CPUOption func(*CPU)
+
+// WithPortableKernels makes the engine use the portable Go kernels even where the
+// AVX2/FMA assembly could run (to test them, or to compare).
+func WithPortableKernels() CPUOption { return func(c *CPU) { c.kern = goKernels } }
+
+// NewCPU returns a CPU engine using threads workers (<= 0: GOMAXPROCS). Its worker
+// goroutines live until Close.
+func NewCPU(threads int, opts ...CPUOption) *CPU {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return &CPU{threads: threads}
+	c := &CPU{threads: threads, kern: goKernels}
+	if k, ok := asmKernels(); ok {
+		c.kern = k
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	c.pool = newPool(threads)
+	c.scratch = make([]cpuScratch, threads)
+	return c
 }
 
-// Threads returns the number of goroutines a product is split over.
+// Threads returns the number of workers a product is split over.
 func (c *CPU) Threads() int { return c.threads }
 
 // Name describes the engine.
 func (c *CPU) Name() string {
-	kernel := "go"
-	if kernelAVX2() {
-		kernel = "avx2+fma"
-	}
-	return fmt.Sprintf("cpu (%d threads, %s)", c.threads, kernel)
+	return fmt.Sprintf("cpu (%d threads, %s)", c.threads, c.kern.name)
 }
 
-// cpuWeight is a host matrix.
+// cpuWeight is a host matrix in panels.
 type cpuWeight struct {
 	name       string
-	data       []float32
 	rows, cols int
-	dense      *tensor.Dense
+	f32        []float32 // packed panels (float32 weights)
+	bf         []uint16  // packed panels (bfloat16 weights)
+	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
 }
 
 func (w *cpuWeight) Name() string        { return w.name }
-func (w *cpuWeight) Shape() tensor.Shape { return w.dense.Shape() }
+func (w *cpuWeight) Shape() tensor.Shape { return tensor.Shape{w.rows, w.cols} }
+func (w *cpuWeight) panels() int         { return (w.rows + panelW - 1) / panelW }
 
-// Upload wraps t (a [rows, cols] float32 matrix, or a vector as [1, n]) without copying.
+// Upload packs t (a [rows, cols] matrix of float32, or of uint16 bfloat16 bits) into
+// panels; t is not kept.
 func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
-	if t.Dtype() != tensor.Float32 {
-		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32", name, t.Dtype())
-	}
 	s := t.Shape()
-	if len(s) != 2 {
+	if len(s) != 2 || s[0] <= 0 || s[1] <= 0 {
 		return nil, fmt.Errorf("model: cpu engine: weight %q has shape %v, want a matrix", name, s)
 	}
-	return &cpuWeight{name: name, data: t.Float32s(), rows: s[0], cols: s[1], dense: t}, nil
+	w := &cpuWeight{name: name, rows: s[0], cols: s[1]}
+	switch t.Dtype() {
+	case tensor.Float32:
+		d := t.Float32s()
+		w.f32 = packPanels(c.pool, w.rows, w.cols, func(r int) []float32 { return d[r*w.cols:] })
+		if w.rows == 1 {
+			w.vec = append([]float32(nil), d[:w.cols]...)
+		}
+	case tensor.Uint16:
+		d := t.Data().([]uint16)
+		w.bf = packPanels(c.pool, w.rows, w.cols, func(r int) []uint16 { return d[r*w.cols:] })
+		if w.rows == 1 {
+			w.vec = make([]float32, w.cols)
+			widenBF16Go(w.vec, d[:w.cols])
+		}
+	default:
+		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", name, t.Dtype())
+	}
+	return w, nil
 }
 
 func (c *CPU) weight(w Weight) (*cpuWeight, error) {
 	cw, ok := w.(*cpuWeight)
-	if !ok {
-		return nil, fmt.Errorf("model: cpu engine: weight %q was not uploaded by this engine", w.Name())
+	if !ok || cw == nil {
+		name := "<nil>"
+		if w != nil {
+			name = w.Name()
+		}
+		return nil, fmt.Errorf("model: cpu engine: weight %q was not uploaded by this engine", name)
 	}
 	return cw, nil
 }
 
-// operands resolves a product's weight and the float32 data of its input and output.
-func (c *CPU) operands(dst, x *tensor.Dense, w Weight) (cw *cpuWeight, xs, ds []float32, err error) {
-	if cw, err = c.weight(w); err != nil {
-		return nil, nil, nil, err
+// vector resolves an optional [1, n] weight (nil: none) to its values.
+func (c *CPU) vector(w Weight, n int) ([]float32, error) {
+	if w == nil {
+		return nil, nil
 	}
-	if xs, err = floats(x); err != nil {
-		return nil, nil, nil, err
+	cw, err := c.weight(w)
+	if err != nil {
+		return nil, err
 	}
-	if ds, err = floats(dst); err != nil {
-		return nil, nil, nil, err
+	if cw.vec == nil || cw.cols != n {
+		return nil, fmt.Errorf("model: cpu engine: %q has shape [%d %d], want a vector of %d", cw.name, cw.rows, cw.cols, n)
 	}
-	return cw, xs, ds, nil
+	return cw.vec, nil
+}
+
+// Alloc returns a host activation.
+func (c *CPU) Alloc(rows, cols int) (*tensor.Dense, error) {
+	if rows <= 0 || cols <= 0 {
+		return nil, fmt.Errorf("model: cpu engine: activation of shape [%d %d]", rows, cols)
+	}
+	return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(make([]float32, rows*cols))), nil
 }
 
 // floats returns the backing slice of a float32 Dense.
 func floats(t *tensor.Dense) ([]float32, error) {
+	if t == nil {
+		return nil, fmt.Errorf("model: nil tensor")
+	}
 	if t.Dtype() != tensor.Float32 {
 		return nil, fmt.Errorf("model: tensor of dtype %v, want float32", t.Dtype())
 	}
 	return t.Float32s(), nil
 }
 
-// MatVec computes dst = w·x with the rows of w split over the engine's goroutines.
+// prodItem is one product of a fused call: dst[t*ldd+o] (+)= x_t·w_o + bias[o], or,
+// with up set, silu(x_t·w_o + bias[o]) · (x_t·up_o + upBias[o]).
+type prodItem struct {
+	w, up        *cpuWeight
+	bias, upBias []float32
+	dst          []float32
+	ldd          int
+	add          bool
+}
+
+// products runs items on the n rows of xs (n × cols, cols shared by all items) in
+// one pass of the pool over all their panels.
+func (c *CPU) products(xs []float32, n int, items []prodItem) {
+	cols := items[0].w.cols
+	units, work := 0, 0
+	for i := range items {
+		units += items[i].w.panels()
+		work += items[i].w.rows * cols * n
+		if items[i].up != nil {
+			work += items[i].up.rows * cols * n
+		}
+	}
+	if r := n % gemmRows; n > 1 && r != 0 {
+		c.xtail = growFloats(c.xtail, gemmRows*cols)
+		clear(c.xtail)
+		copy(c.xtail, xs[(n-r)*cols:n*cols])
+	}
+	c.pool.run(units, work, func(worker, lo, hi int) {
+		s := &c.scratch[worker]
+		it, base := 0, 0
+		for u := lo; u < hi; u++ {
+			for u-base >= items[it].w.panels() {
+				base += items[it].w.panels()
+				it++
+			}
+			c.panel(s, xs, n, &items[it], u-base)
+		}
+	})
+}
+
+// panel computes one panel (16 outputs) of an item for all n rows.
+func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
+	w := it.w
+	cols := w.cols
+	o0 := p * panelW
+	width := min(panelW, w.rows-o0)
+	if n == 1 {
+		g := s.tile[:panelW]
+		c.gemv(w, p, xs, g)
+		if it.up != nil {
+			u := s.tile2[:panelW]
+			c.gemv(it.up, p, xs, u)
+			swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
+			c.emit(it, 0, o0, g[:width], nil)
+			return
+		}
+		c.emit(it, 0, o0, g[:width], it.bias)
+		return
+	}
+	wp := c.panelF32(w, p, &s.wbuf)
+	var up []float32
+	if it.up != nil {
+		up = c.panelF32(it.up, p, &s.ubuf)
+	}
+	for b := 0; b < n; b += gemmRows {
+		xb := xs[b*cols:]
+		if b+gemmRows > n {
+			xb = c.xtail
+		}
+		c.kern.gemm6x16(xb, cols, wp, cols, &s.tile)
+		if up != nil {
+			c.kern.gemm6x16(xb, cols, up, cols, &s.tile2)
+		}
+		for t := 0; t < gemmRows && b+t < n; t++ {
+			g := s.tile[t*panelW : t*panelW+width]
+			if up != nil {
+				swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
+				c.emit(it, b+t, o0, g, nil)
+			} else {
+				c.emit(it, b+t, o0, g, it.bias)
+			}
+		}
+	}
+}
+
+// gemv computes panel p of w times the vector x into out[:16].
+func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
+	k := w.cols
+	if w.bf != nil {
+		c.kern.gemvBF16(x, w.bf[p*k*panelW:(p+1)*k*panelW], k, out, 1)
+	} else {
+		c.kern.gemvF32(x, w.f32[p*k*panelW:(p+1)*k*panelW], k, out, 1)
+	}
+}
+
+// panelF32 returns panel p of w as float32: the packed data itself, or a bf16 panel
+// widened into buf (once per panel per product, reused by every block of tokens).
+func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
+	k := w.cols
+	if w.bf == nil {
+		return w.f32[p*k*panelW : (p+1)*k*panelW]
+	}
+	*buf = growFloats(*buf, k*panelW)
+	c.kern.widenBF16(*buf, w.bf[p*k*panelW:(p+1)*k*panelW])
+	return *buf
+}
+
+// emit stores (or adds) one row's outputs o0.. of a panel.
+func (c *CPU) emit(it *prodItem, t, o0 int, vals, bias []float32) {
+	d := it.dst[t*it.ldd+o0 : t*it.ldd+o0+len(vals)]
+	if bias != nil {
+		b := bias[o0 : o0+len(vals)]
+		for j := range vals {
+			vals[j] += b[j]
+		}
+	}
+	if it.add {
+		for j, v := range vals {
+			d[j] += v
+		}
+	} else {
+		copy(d, vals)
+	}
+}
+
+// swiglu writes g[j] = silu(g[j]+bg[o0+j]) · (u[j]+bu[o0+j]) (nil biases: none).
+func swiglu(g, u, bg, bu []float32, o0 int) {
+	u = u[:len(g)]
+	if bg != nil {
+		for j := range g {
+			g[j] += bg[o0+j]
+		}
+	}
+	if bu != nil {
+		for j := range u {
+			u[j] += bu[o0+j]
+		}
+	}
+	SiLUMul(g, u)
+}
+
+func growFloats(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+// checkProduct checks a product's operands: x is [n, w.cols] (or a vector of cols when
+// n is 1) and dst [n, rows] of w.
+func checkProduct(op string, w *cpuWeight, x, dst *tensor.Dense, vector bool) (xs, ds []float32, n int, err error) {
+	if xs, err = floats(x); err != nil {
+		return nil, nil, 0, err
+	}
+	if ds, err = floats(dst); err != nil {
+		return nil, nil, 0, err
+	}
+	if vector {
+		if len(xs) != w.cols || len(ds) != w.rows {
+			return nil, nil, 0, fmt.Errorf("model: %s %q [%d %d]: x has %d elements, dst %d", op, w.name, w.rows, w.cols, len(xs), len(ds))
+		}
+		return xs, ds, 1, nil
+	}
+	xsh, dsh := x.Shape(), dst.Shape()
+	if len(xsh) != 2 || len(dsh) != 2 || xsh[1] != w.cols || dsh[1] != w.rows || xsh[0] != dsh[0] {
+		return nil, nil, 0, fmt.Errorf("model: %s %q [%d %d]: x has shape %v, dst %v", op, w.name, w.rows, w.cols, xsh, dsh)
+	}
+	return xs, ds, xsh[0], nil
+}
+
+// MatVec computes dst = w·x.
 func (c *CPU) MatVec(dst, x *tensor.Dense, w Weight) error {
-	cw, xs, ds, err := c.operands(dst, x, w)
+	cw, err := c.weight(w)
 	if err != nil {
 		return err
 	}
-	if len(xs) != cw.cols || len(ds) != cw.rows {
-		return fmt.Errorf("model: matvec %q [%d %d]: x has %d elements, dst %d", cw.name, cw.rows, cw.cols, len(xs), len(ds))
+	xs, ds, _, err := checkProduct("matvec", cw, x, dst, true)
+	if err != nil {
+		return err
 	}
-	c.parallelRows(cw.rows, cw.rows*cw.cols, func(lo, hi int) { matVecRows(ds, cw.data, cw.cols, xs, lo, hi) })
+	c.products(xs, 1, []prodItem{{w: cw, dst: ds, ldd: cw.rows}})
 	return nil
 }
 
-// matVecRows computes dst[o] = w[o,:]·x for o in [lo, hi).
-func matVecRows(dst, w []float32, cols int, x []float32, lo, hi int) {
-	var out [4]float32
-	o := lo
-	for ; o+4 <= hi; o += 4 {
-		dot4(w[o*cols:], cols, x, &out)
-		dst[o], dst[o+1], dst[o+2], dst[o+3] = out[0], out[1], out[2], out[3]
-	}
-	for ; o < hi; o++ {
-		dst[o] = dot(w[o*cols:o*cols+cols], x)
-	}
-}
-
-// MatMul computes dst = x·wᵀ. Each goroutine takes a block of w's rows and, a tile
-// of rows at a time (kept in cache), multiplies it with every row of x.
+// MatMul computes dst = x·wᵀ.
 func (c *CPU) MatMul(dst, x *tensor.Dense, w Weight) error {
-	cw, xs, ds, err := c.operands(dst, x, w)
+	cw, err := c.weight(w)
 	if err != nil {
 		return err
 	}
-	xsh, dsh := x.Shape(), dst.Shape()
-	if len(xsh) != 2 || len(dsh) != 2 || xsh[1] != cw.cols || dsh[1] != cw.rows || xsh[0] != dsh[0] {
-		return fmt.Errorf("model: matmul %q [%d %d]: x has shape %v, dst %v", cw.name, cw.rows, cw.cols, xsh, dsh)
+	xs, ds, n, err := checkProduct("matmul", cw, x, dst, false)
+	if err != nil {
+		return err
 	}
-	n, cols, rows := xsh[0], cw.cols, cw.rows
-	if n == 1 {
-		return c.MatVec(dst, x, w)
+	c.products(xs, n, []prodItem{{w: cw, dst: ds, ldd: cw.rows}})
+	return nil
+}
+
+// linear resolves a projection and checks it against x (cols) and dst (n rows).
+func (c *CPU) linear(op string, l Linear, x, dst *tensor.Dense) (prodItem, int, error) {
+	cw, err := c.weight(l.W)
+	if err != nil {
+		return prodItem{}, 0, err
 	}
-	// A tile of rows small enough to stay in L1/L2 while every x row streams past it.
-	tile := max(4, (32<<10)/(4*cols)) &^ 3
-	c.parallelRows(rows, rows*cols*n, func(lo, hi int) {
-		var out [4]float32
-		var out8 [8]float32
-		for t0 := lo; t0 < hi; t0 += tile {
-			t1 := min(hi, t0+tile)
-			t := 0
-			// Two x rows at a time against four w rows: the 4×2 register tile.
-			for ; t+2 <= n; t += 2 {
-				xr := xs[t*cols:]
-				d0, d1 := ds[t*rows:t*rows+rows], ds[(t+1)*rows:(t+1)*rows+rows]
-				o := t0
-				for ; o+4 <= t1; o += 4 {
-					dot4x2(cw.data[o*cols:], cols, xr, cols, cols, &out8)
-					d0[o], d0[o+1], d0[o+2], d0[o+3] = out8[0], out8[1], out8[2], out8[3]
-					d1[o], d1[o+1], d1[o+2], d1[o+3] = out8[4], out8[5], out8[6], out8[7]
+	_, ds, n, err := checkProduct(op, cw, x, dst, false)
+	if err != nil {
+		return prodItem{}, 0, err
+	}
+	b, err := c.vector(l.B, cw.rows)
+	if err != nil {
+		return prodItem{}, 0, err
+	}
+	return prodItem{w: cw, bias: b, dst: ds, ldd: cw.rows}, n, nil
+}
+
+// normRows writes RMSNorm of the n rows of x into c.h and returns it.
+func (c *CPU) normRows(x *tensor.Dense, norm Weight, eps float32) ([]float32, int, error) {
+	xs, err := floats(x)
+	if err != nil {
+		return nil, 0, err
+	}
+	sh := x.Shape()
+	if len(sh) != 2 {
+		return nil, 0, fmt.Errorf("model: rmsnorm: x has shape %v, want [n, cols]", sh)
+	}
+	n, cols := sh[0], sh[1]
+	g, err := c.vector(norm, cols)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.h = growFloats(c.h, n*cols)
+	for t := 0; t < n; t++ {
+		RMSNorm(c.h[t*cols:(t+1)*cols], xs[t*cols:(t+1)*cols], g, eps)
+	}
+	return c.h, n, nil
+}
+
+// NormMatMul normalizes x's rows, then runs every projection in one pass of the pool.
+func (c *CPU) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, norm Weight, eps float32, ls []Linear) error {
+	if len(dsts) != len(ls) || len(ls) == 0 {
+		return fmt.Errorf("model: normmatmul: %d outputs for %d projections", len(dsts), len(ls))
+	}
+	items := make([]prodItem, len(ls))
+	for i, l := range ls {
+		it, _, err := c.linear("normmatmul", l, x, dsts[i])
+		if err != nil {
+			return err
+		}
+		items[i] = it
+	}
+	h, n, err := c.normRows(x, norm, eps)
+	if err != nil {
+		return err
+	}
+	c.products(h, n, items)
+	return nil
+}
+
+// NormSwiGLU normalizes x's rows and computes silu(gate)·up panel by panel.
+func (c *CPU) NormSwiGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear) error {
+	it, _, err := c.linear("swiglu", gate, x, dst)
+	if err != nil {
+		return err
+	}
+	ut, _, err := c.linear("swiglu", up, x, dst)
+	if err != nil {
+		return err
+	}
+	it.up, it.upBias = ut.w, ut.bias
+	h, n, err := c.normRows(x, norm, eps)
+	if err != nil {
+		return err
+	}
+	c.products(h, n, []prodItem{it})
+	return nil
+}
+
+// Residual adds in·l.Wᵀ + l.B to x.
+func (c *CPU) Residual(x, in *tensor.Dense, l Linear) error {
+	it, n, err := c.linear("residual", l, in, x)
+	if err != nil {
+		return err
+	}
+	it.add = true
+	xs, _ := floats(in)
+	c.products(xs, n, []prodItem{it})
+	return nil
+}
+
+// RMSNorm normalizes the last rows of x into dst.
+func (c *CPU) RMSNorm(dst, x *tensor.Dense, norm Weight, eps float32) error {
+	xs, err := floats(x)
+	if err != nil {
+		return err
+	}
+	ds, err := floats(dst)
+	if err != nil {
+		return err
+	}
+	sh := x.Shape()
+	cols := sh[len(sh)-1]
+	if len(ds)%cols != 0 || len(ds) > len(xs) {
+		return fmt.Errorf("model: rmsnorm: dst has %d elements for rows of %d (x %v)", len(ds), cols, sh)
+	}
+	g, err := c.vector(norm, cols)
+	if err != nil {
+		return err
+	}
+	off := len(xs) - len(ds)
+	for t := 0; t < len(ds); t += cols {
+		RMSNorm(ds[t:t+cols], xs[off+t:off+t+cols], g, eps)
+	}
+	return nil
+}
+
+// RoPE rotates the heads of every row of x.
+func (c *CPU) RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error {
+	xs, err := floats(x)
+	if err != nil {
+		return err
+	}
+	sh := x.Shape()
+	if len(sh) != 2 || headDim <= 0 || headDim%2 != 0 || sh[1]%headDim != 0 {
+		return fmt.Errorf("model: rope: x has shape %v, not rows of heads of %d", sh, headDim)
+	}
+	n, cols, half := sh[0], sh[1], headDim/2
+	if len(cos) < n*half || len(sin) < n*half {
+		return fmt.Errorf("model: rope: %d cos and %d sin values for %d rows of %d pairs", len(cos), len(sin), n, half)
+	}
+	for t := 0; t < n; t++ {
+		rotateHeads(xs[t*cols:(t+1)*cols], headDim, cos[t*half:(t+1)*half], sin[t*half:(t+1)*half])
+	}
+	return nil
+}
+
+// cpuKV is a host KV cache: per layer [capPos, kvDim] keys and values.
+type cpuKV struct {
+	kvHeads, headDim, maxPos int
+	capPos                   int
+	k, v                     [][]float32
+}
+
+func (kv *cpuKV) Cap() int { return kv.capPos }
+
+// NewKV returns an empty host cache.
+func (c *CPU) NewKV(layers, kvHeads, headDim, maxPositions int) (KV, error) {
+	if layers <= 0 || kvHeads <= 0 || headDim <= 0 {
+		return nil, fmt.Errorf("model: cpu engine: kv cache of %d layers, %d heads of %d", layers, kvHeads, headDim)
+	}
+	return &cpuKV{kvHeads: kvHeads, headDim: headDim, maxPos: maxPositions,
+		k: make([][]float32, layers), v: make([][]float32, layers)}, nil
+}
+
+// grow makes room for need positions, keeping the first used.
+func (kv *cpuKV) grow(need, used int) {
+	if need <= kv.capPos {
+		return
+	}
+	kvDim := kv.kvHeads * kv.headDim
+	newCap := max(need, 2*kv.capPos, 64)
+	if kv.maxPos > 0 {
+		newCap = max(need, min(newCap, kv.maxPos))
+	}
+	for l := range kv.k {
+		k := make([]float32, newCap*kvDim)
+		v := make([]float32, newCap*kvDim)
+		copy(k, kv.k[l][:min(len(kv.k[l]), used*kvDim)])
+		copy(v, kv.v[l][:min(len(kv.v[l]), used*kvDim)])
+		kv.k[l], kv.v[l] = k, v
+	}
+	kv.capPos = newCap
+}
+
+// Attention appends k and v to the cache and attends, heads spread over the pool.
+func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) error {
+	kv, ok := kvh.(*cpuKV)
+	if !ok || kv == nil {
+		return fmt.Errorf("model: cpu engine: kv cache not made by this engine")
+	}
+	if layer < 0 || layer >= len(kv.k) || pos0 < 0 {
+		return fmt.Errorf("model: attention: layer %d of %d, position %d", layer, len(kv.k), pos0)
+	}
+	qs, err := floats(q)
+	if err != nil {
+		return err
+	}
+	os, err := floats(out)
+	if err != nil {
+		return err
+	}
+	ks, err := floats(k)
+	if err != nil {
+		return err
+	}
+	vs, err := floats(v)
+	if err != nil {
+		return err
+	}
+	hd := kv.headDim
+	kvDim := kv.kvHeads * hd
+	sh := q.Shape()
+	if len(sh) != 2 || sh[1]%kvDim != 0 || len(os) != len(qs) || len(ks) != sh[0]*kvDim || len(vs) != len(ks) {
+		return fmt.Errorf("model: attention: q %v, out %v, k %v, v %v for %d kv heads of %d", sh, out.Shape(), k.Shape(), v.Shape(), kv.kvHeads, hd)
+	}
+	n, qDim := sh[0], sh[1]
+	heads := qDim / hd
+	group := heads / kv.kvHeads
+	kv.grow(pos0+n, pos0)
+	kc, vc := kv.k[layer], kv.v[layer]
+	copy(kc[pos0*kvDim:], ks)
+	copy(vc[pos0*kvDim:], vs)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	work := heads * n * (pos0 + n) * hd
+	c.pool.run(heads, work, func(worker, lo, hi int) {
+		s := &c.scratch[worker]
+		s.scores = growFloats(s.scores, pos0+n)
+		for head := lo; head < hi; head++ {
+			kvOff := (head / group) * hd
+			for t := 0; t < n; t++ {
+				qh := qs[t*qDim+head*hd : t*qDim+(head+1)*hd]
+				span := pos0 + t + 1
+				sc := s.scores[:span]
+				for p := range sc {
+					sc[p] = dot(qh, kc[p*kvDim+kvOff:p*kvDim+kvOff+hd]) * scale
 				}
-				for ; o < t1; o++ {
-					d0[o] = dot(cw.data[o*cols:o*cols+cols], xr[:cols])
-					d1[o] = dot(cw.data[o*cols:o*cols+cols], xr[cols:2*cols])
-				}
-			}
-			for ; t < n; t++ {
-				xr := xs[t*cols : t*cols+cols]
-				dr := ds[t*rows : t*rows+rows]
-				o := t0
-				for ; o+4 <= t1; o += 4 {
-					dot4(cw.data[o*cols:], cols, xr, &out)
-					dr[o], dr[o+1], dr[o+2], dr[o+3] = out[0], out[1], out[2], out[3]
-				}
-				for ; o < t1; o++ {
-					dr[o] = dot(cw.data[o*cols:o*cols+cols], xr)
+				softmax(sc)
+				o := os[t*qDim+head*hd : t*qDim+(head+1)*hd]
+				clear(o)
+				for p, w := range sc {
+					vr := vc[p*kvDim+kvOff : p*kvDim+kvOff+hd]
+					for i := range o {
+						o[i] += w * vr[i]
+					}
 				}
 			}
 		}
@@ -170,7 +598,7 @@ func (c *CPU) MatMul(dst, x *tensor.Dense, w Weight) error {
 	return nil
 }
 
-// Rows copies embedding rows.
+// Rows copies embedding rows out of the panels.
 func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 	cw, err := c.weight(w)
 	if err != nil {
@@ -180,45 +608,32 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 	if err != nil {
 		return err
 	}
-	if len(ds) != len(ids)*cw.cols {
-		return fmt.Errorf("model: rows of %q: dst has %d elements, want %d×%d", cw.name, len(ds), len(ids), cw.cols)
+	cols := cw.cols
+	if len(ds) != len(ids)*cols {
+		return fmt.Errorf("model: rows of %q: dst has %d elements, want %d×%d", cw.name, len(ds), len(ids), cols)
 	}
 	for i, id := range ids {
 		if id < 0 || id >= cw.rows {
 			return fmt.Errorf("model: token id %d at position %d is outside %q (%d rows)", id, i, cw.name, cw.rows)
 		}
-		copy(ds[i*cw.cols:(i+1)*cw.cols], cw.data[id*cw.cols:(id+1)*cw.cols])
+		p, r := id/panelW, id%panelW
+		base := p * cols * panelW
+		d := ds[i*cols : (i+1)*cols]
+		if cw.bf != nil {
+			for j := range d {
+				d[j] = math.Float32frombits(uint32(cw.bf[base+j*panelW+r]) << 16)
+			}
+		} else {
+			for j := range d {
+				d[j] = cw.f32[base+j*panelW+r]
+			}
+		}
 	}
 	return nil
 }
 
-// Close does nothing: the CPU engine holds no resources of its own.
-func (c *CPU) Close() error { return nil }
-
-// parallelRows splits [0, rows) into one block per goroutine (multiples of 4 rows) and
-// runs f on each; work below a threshold (in multiply-adds) runs on the caller's
-// goroutine, where spawning would cost more than it saves.
-func (c *CPU) parallelRows(rows, work int, f func(lo, hi int)) {
-	parallelFor(c.threads, rows, work, f)
-}
-
-func parallelFor(threads, rows, work int, f func(lo, hi int)) {
-	const minWork = 1 << 15
-	parts := min(threads, max(1, work/minWork))
-	if parts <= 1 || rows < 8 {
-		f(0, rows)
-		return
-	}
-	chunk := (rows + parts - 1) / parts
-	chunk = (chunk + 3) &^ 3
-	var wg sync.WaitGroup
-	for lo := chunk; lo < rows; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			f(lo, hi)
-		}(lo, min(rows, lo+chunk))
-	}
-	f(0, min(rows, chunk))
-	wg.Wait()
+// Close stops the worker goroutines.
+func (c *CPU) Close() error {
+	c.pool.close()
+	return nil
 }

@@ -2,35 +2,82 @@ package model
 
 import "gorgonia.org/tensor"
 
-// Weight is a read-only parameter matrix held by an Engine: in host memory for the CPU
+// Weight is a read-only parameter held by an Engine: in host memory for the CPU
 // engine, in device memory for an accelerator engine. The model only passes handles
 // back to the engine that made them.
 type Weight interface {
 	// Name is the checkpoint's tensor name, for error messages.
 	Name() string
-	// Shape is [rows, cols] as in the checkpoint (Hugging Face's [out_features, in_features]).
+	// Shape is [rows, cols] as in the checkpoint (Hugging Face's [out_features, in_features]);
+	// vectors (norm weights, biases) are [1, n].
 	Shape() tensor.Shape
 }
 
-// Engine runs the weight-bound operations of the forward pass: the matrix products and
-// the embedding lookup. Activations are host *tensor.Dense values of float32; weights
-// are handles, so an accelerator engine can keep them in device memory. Everything else
-// in the forward pass (norms, rotary embeddings, attention) is plain Go in this package.
+// Linear is a projection: a weight matrix and an optional bias vector (nil when the
+// architecture has none), both uploaded to the same engine.
+type Linear struct {
+	W Weight
+	B Weight
+}
+
+// KV is one sequence's key/value cache, held by the engine that made it (NewKV): the
+// CPU engine keeps it in host memory, an accelerator engine next to the activations.
+type KV interface {
+	// Cap returns how many positions the cache holds now; Attention grows it as needed.
+	Cap() int
+}
+
+// Engine runs the forward pass's operations on activations: the weight products (with
+// the fused forms the decoder uses), the norms, the rotary embedding and attention over
+// a KV cache. Activations are *tensor.Dense float32 values made by Alloc; an
+// accelerator engine may back them with device memory, so the model never reads them
+// except the logits, whose buffer the model allocates in host memory (an engine writes
+// a product's result there when dst is a host tensor). Weights and the KV cache are
+// handles. Rows of an activation are tokens.
 //
 // An Engine is used by one forward pass at a time; its methods return errors for shape
 // mismatches instead of panicking.
 type Engine interface {
 	// Name says what runs the products, e.g. "cpu (2 threads, avx2+fma)".
 	Name() string
-	// Upload takes a host matrix [rows, cols] of float32 and returns a handle to use in
-	// the other methods. The engine may keep t's backing slice (the CPU engine does):
-	// the caller must not modify it afterwards.
+	// Upload takes a host tensor [rows, cols] and returns a handle to use in the other
+	// methods. Its dtype is float32, or uint16 holding bfloat16 bit patterns (a BF16
+	// checkpoint kept at half the size; products widen each weight exactly as they read
+	// it). The engine may keep t's backing slice: the caller must not modify it afterwards.
 	Upload(name string, t *tensor.Dense) (Weight, error)
+	// Alloc returns a zeroed activation [rows, cols] of float32.
+	Alloc(rows, cols int) (*tensor.Dense, error)
 	// MatVec computes dst[o] = Σ_i w[o,i]·x[i]: x has cols elements, dst rows.
 	MatVec(dst, x *tensor.Dense, w Weight) error
 	// MatMul computes dst[t,o] = Σ_i x[t,i]·w[o,i], i.e. dst = x·wᵀ: x is [n, cols] and
 	// dst [n, rows]. It is the batched MatVec of prefill.
 	MatMul(dst, x *tensor.Dense, w Weight) error
+	// NormMatMul normalizes every row of x with RMSNorm (weight norm, epsilon eps) and
+	// multiplies the result by each projection: dsts[i] = h·ls[i].Wᵀ + ls[i].B. x is
+	// left unchanged (the residual stream); the q, k and v projections of attention
+	// share one call.
+	NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, norm Weight, eps float32, ls []Linear) error
+	// NormSwiGLU is the MLP's first half: h = RMSNorm(x), then
+	// dst = silu(h·gate.Wᵀ + gate.B) ⊙ (h·up.Wᵀ + up.B), silu(g) = g/(1+e^-g), without
+	// materializing the two products.
+	NormSwiGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear) error
+	// Residual adds a projection to the residual stream: x += in·l.Wᵀ + l.B.
+	Residual(x, in *tensor.Dense, l Linear) error
+	// RMSNorm normalizes rows of x into dst; when dst has fewer rows than x, the last
+	// rows of x (the final norm before the output layer needs only the last token's).
+	RMSNorm(dst, x *tensor.Dense, norm Weight, eps float32) error
+	// RoPE rotates, in place, every head (headDim values, rotate_half pairing) of every
+	// row t of x by the angles whose cosines and sines are cos[t*headDim/2:] and
+	// sin[t*headDim/2:] (RoPE.CosSin, host memory).
+	RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error
+	// NewKV returns an empty cache for layers layers of kvHeads heads of headDim values;
+	// it grows on demand, never beyond maxPositions (<= 0: no limit).
+	NewKV(layers, kvHeads, headDim, maxPositions int) (KV, error)
+	// Attention writes k and v (rows for positions pos0, pos0+1, ...) into the layer's
+	// cache, then, for each row t of q and each query head, the softmax of q·k/√headDim
+	// over positions 0..pos0+t (causal) weighting the values, into out (shaped as q).
+	// Query head j reads key/value head j/(heads/kvHeads) (grouped-query attention).
+	Attention(out, q, k, v *tensor.Dense, kv KV, layer, pos0 int) error
 	// Rows copies the rows ids of w (an embedding table) into dst [len(ids), cols].
 	Rows(dst *tensor.Dense, w Weight, ids []int) error
 	// Close releases what the engine holds (device memory, worker goroutines).

@@ -116,11 +116,15 @@ func (r *RoPE) CosSin(pos int, cos, sin []float32) {
 // Rotate rotates every head of x (a whole number of heads of headDim values, laid out
 // head after head) by the angles whose cosines and sines CosSin gave:
 // x'[i] = x[i]·cos[i] − x[i+h]·sin[i] and x'[i+h] = x[i+h]·cos[i] + x[i]·sin[i], h = headDim/2.
-func (r *RoPE) Rotate(x, cos, sin []float32) {
-	half := r.headDim / 2
-	for base := 0; base+r.headDim <= len(x); base += r.headDim {
+func (r *RoPE) Rotate(x, cos, sin []float32) { rotateHeads(x, r.headDim, cos, sin) }
+
+// rotateHeads is Rotate for heads of headDim values.
+func rotateHeads(x []float32, headDim int, cos, sin []float32) {
+	half := headDim / 2
+	cos, sin = cos[:half], sin[:half]
+	for base := 0; base+headDim <= len(x); base += headDim {
 		a := x[base : base+half]
-		b := x[base+half : base+r.headDim]
+		b := x[base+half : base+headDim]
 		for i := range a {
 			x0, x1 := a[i], b[i]
 			a[i] = x0*cos[i] - x1*sin[i]

@@ -242,6 +242,33 @@ func (st *SafeTensors) Float32(name string) ([]float32, []int, error) {
 	return nil, nil, fmt.Errorf("model: %s: tensor %q has dtype %s; supported: F32, BF16, F16", t.File, name, t.DType)
 }
 
+// BF16 returns a BF16 tensor's elements as their bit patterns, and its shape: aliasing
+// the file mapping when suitably aligned (do not write to it or use it after Close),
+// else a copy. A missing tensor is a *TensorError; another dtype is an error.
+func (st *SafeTensors) BF16(name string) ([]uint16, []int, error) {
+	t, ok := st.tensors[name]
+	if !ok {
+		return nil, nil, &TensorError{Tensor: name, Source: st.source, Missing: true}
+	}
+	if t.DType != BF16 {
+		return nil, nil, fmt.Errorf("model: %s: tensor %q has dtype %s, want BF16", t.File, name, t.DType)
+	}
+	raw := t.file.data[t.file.dataOff+t.begin : t.file.dataOff+t.end]
+	shape := slices.Clone(t.Shape)
+	n := len(raw) / 2
+	if n == 0 {
+		return []uint16{}, shape, nil
+	}
+	if uintptr(unsafe.Pointer(&raw[0]))%2 == 0 && littleEndian {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(&raw[0])), n), shape, nil
+	}
+	out := make([]uint16, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	}
+	return out, shape, nil
+}
+
 // Close releases the files (unmapping them). Slices returned by Float32 that alias a
 // mapping must not be used afterwards.
 func (st *SafeTensors) Close() error {

@@ -1,0 +1,51 @@
+package model
+
+import "unsafe"
+
+//go:noescape
+func gemm6x16AVX2(x *float32, ldx int, w *float32, k int, c *float32)
+
+//go:noescape
+func gemvF32AVX2(x, w *float32, k int, c *float32, panels int)
+
+//go:noescape
+func gemvBF16AVX2(x *float32, w *uint16, k int, c *float32, panels int)
+
+//go:noescape
+func widenBF16AVX2(dst *float32, src *uint16, n int)
+
+// asmKernels returns the AVX2/FMA kernels when the CPU and OS support them.
+func asmKernels() (kernels, bool) {
+	if !hasAVX2FMA {
+		return kernels{}, false
+	}
+	return kernels{
+		name: "avx2+fma",
+		gemm6x16: func(x []float32, ldx int, w []float32, k int, c *[6 * panelW]float32) {
+			_ = x[5*ldx+k-1]
+			_ = w[k*panelW-1]
+			gemm6x16AVX2(&x[0], ldx, &w[0], k, &c[0])
+		},
+		gemvF32: func(x, w []float32, k int, c []float32, panels int) {
+			_ = x[k-1]
+			_ = w[panels*k*panelW-1]
+			_ = c[panels*panelW-1]
+			gemvF32AVX2(&x[0], &w[0], k, &c[0], panels)
+		},
+		gemvBF16: func(x []float32, w []uint16, k int, c []float32, panels int) {
+			_ = x[k-1]
+			_ = w[panels*k*panelW-1]
+			_ = c[panels*panelW-1]
+			gemvBF16AVX2(&x[0], &w[0], k, &c[0], panels)
+		},
+		widenBF16: func(dst []float32, src []uint16) {
+			n := len(src)
+			dst = dst[:n]
+			m := n &^ 15
+			if m > 0 {
+				widenBF16AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), m)
+			}
+			widenBF16Go(dst[m:], src[m:])
+		},
+	}, true
+}
