@@ -210,7 +210,7 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 		if it.up != nil {
 			u := s.tile2[:panelW]
 			c.gemv(it.up, p, xs, u)
-			swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
+			c.swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
 			c.emit(it, 0, o0, g[:width], nil)
 			return
 		}
@@ -234,7 +234,7 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 		for t := 0; t < gemmRows && b+t < n; t++ {
 			g := s.tile[t*panelW : t*panelW+width]
 			if up != nil {
-				swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
+				c.swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
 				c.emit(it, b+t, o0, g, nil)
 			} else {
 				c.emit(it, b+t, o0, g, it.bias)
@@ -284,7 +284,7 @@ func (c *CPU) emit(it *prodItem, t, o0 int, vals, bias []float32) {
 }
 
 // swiglu writes g[j] = silu(g[j]+bg[o0+j]) · (u[j]+bu[o0+j]) (nil biases: none).
-func swiglu(g, u, bg, bu []float32, o0 int) {
+func (c *CPU) swiglu(g, u, bg, bu []float32, o0 int) {
 	u = u[:len(g)]
 	if bg != nil {
 		for j := range g {
@@ -296,7 +296,7 @@ func swiglu(g, u, bg, bu []float32, o0 int) {
 			u[j] += bu[o0+j]
 		}
 	}
-	SiLUMul(g, u)
+	c.kern.siluMul(g, u)
 }
 
 func growFloats(b []float32, n int) []float32 {
@@ -570,6 +570,7 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 	copy(kc[pos0*kvDim:], ks)
 	copy(vc[pos0*kvDim:], vs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	kern := &c.kern
 	work := heads * n * (pos0 + n) * hd
 	c.pool.run(heads, work, func(worker, lo, hi int) {
 		s := &c.scratch[worker]
@@ -581,16 +582,13 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 				span := pos0 + t + 1
 				sc := s.scores[:span]
 				for p := range sc {
-					sc[p] = dot(qh, kc[p*kvDim+kvOff:p*kvDim+kvOff+hd]) * scale
+					sc[p] = kern.dot(qh, kc[p*kvDim+kvOff:p*kvDim+kvOff+hd]) * scale
 				}
-				softmax(sc)
+				kern.softmax(sc)
 				o := os[t*qDim+head*hd : t*qDim+(head+1)*hd]
 				clear(o)
 				for p, w := range sc {
-					vr := vc[p*kvDim+kvOff : p*kvDim+kvOff+hd]
-					for i := range o {
-						o[i] += w * vr[i]
-					}
+					kern.axpy(o, vc[p*kvDim+kvOff:p*kvDim+kvOff+hd], w)
 				}
 			}
 		}

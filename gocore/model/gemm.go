@@ -28,6 +28,14 @@ type kernels struct {
 	gemvBF16 func(x []float32, w []uint16, k int, c []float32, panels int)
 	// widenBF16 writes dst[i] = the float32 of bf16 bits src[i] (len(dst) >= len(src)).
 	widenBF16 func(dst []float32, src []uint16)
+	// exp sets x[i] = exp(x[i]) (float32 accuracy).
+	exp func(x []float32)
+	// siluMul sets gate[i] = silu(gate[i])·up[i].
+	siluMul func(gate, up []float32)
+	// axpy sets dst[i] += a·x[i] over len(dst) elements.
+	axpy func(dst, x []float32, a float32)
+	// dot returns Σ a[i]·b[i] over len(a) elements.
+	dot func(a, b []float32) float32
 }
 
 var goKernels = kernels{
@@ -36,6 +44,30 @@ var goKernels = kernels{
 	gemvF32:   gemvF32Go,
 	gemvBF16:  gemvBF16Go,
 	widenBF16: widenBF16Go,
+	exp:       expGo,
+	siluMul:   SiLUMul,
+	axpy:      axpyGo,
+	dot:       dotGo,
+}
+
+// softmax normalizes s in place to probabilities with the kernels' exp.
+func (k *kernels) softmax(s []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range s {
+		mx = max(mx, v)
+	}
+	for i := range s {
+		s[i] -= mx
+	}
+	k.exp(s)
+	var sum float32
+	for _, v := range s {
+		sum += v
+	}
+	inv := 1 / sum
+	for i := range s {
+		s[i] *= inv
+	}
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {

@@ -47,5 +47,9 @@ func asmKernels() (kernels, bool) {
 			}
 			widenBF16Go(dst[m:], src[m:])
 		},
+		exp:     expAsm,
+		siluMul: siluMulAsm,
+		axpy:    axpyAsm,
+		dot:     dot,
 	}, true
 }

@@ -27,24 +27,6 @@ func SiLUMul(gate, up []float32) {
 	}
 }
 
-// softmax normalizes s in place to probabilities.
-func softmax(s []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range s {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range s {
-		e := math.Exp(float64(v - mx))
-		s[i] = float32(e)
-		sum += e
-	}
-	inv := float32(1 / sum)
-	for i := range s {
-		s[i] *= inv
-	}
-}
-
 // RoPE holds the rotary position embedding of one model: inverse frequencies per pair
 // of head dimensions, after any llama3 or linear scaling. It rotates in Hugging Face's
 // rotate_half convention: dimension i pairs with i + headDim/2 (not interleaved pairs).
@@ -139,4 +121,17 @@ func (r *RoPE) Apply(x []float32, pos int) {
 	cs := make([]float32, 2*half)
 	r.CosSin(pos, cs[:half], cs[half:])
 	r.Rotate(x, cs[:half], cs[half:])
+}
+
+func expGo(x []float32) {
+	for i, v := range x {
+		x[i] = float32(math.Exp(float64(v)))
+	}
+}
+
+func axpyGo(dst, x []float32, a float32) {
+	x = x[:len(dst)]
+	for i, v := range x {
+		dst[i] += a * v
+	}
 }
