@@ -78,6 +78,14 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		m.Close()
 		return nil, err
 	}
+	if _, ok := m.eng.(*CPU); ok {
+		// The CPU engine copied every tensor into its panels: the file mappings can go.
+		if err := m.st.Close(); err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.st = nil
+	}
 	return m, nil
 }
 

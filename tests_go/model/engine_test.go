@@ -291,3 +291,35 @@ func TestBF16CheckpointMatchesWidenedF32(t *testing.T) {
 		assert.InDeltaSlice(t, want, logits(wideDir, e), 1e-5, "f32 checkpoint, %s kernels", name)
 	}
 }
+
+// BenchmarkPrefillGEMM is the gate/up product of a 128-token prefill on SmolLM-135M's
+// shape (x [128, 576] · w[1536, 576]ᵀ).
+func BenchmarkPrefillGEMM(b *testing.B) {
+	for _, dtype := range []string{"f32", "bf16"} {
+		b.Run(dtype, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			e := model.NewCPU(0)
+			defer e.Close()
+			const n, rows, cols = 128, 1536, 576
+			var w model.Weight
+			var err error
+			if dtype == "bf16" {
+				bits, _ := bf16Round(randSlice(r, rows*cols))
+				w, err = e.Upload("w", tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(bits)))
+			} else {
+				w, err = e.Upload("w", dense(rows, cols, randSlice(r, rows*cols)))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := dense(n, cols, randSlice(r, n*cols))
+			dst := dense(n, rows, make([]float32, n*rows))
+			for b.Loop() {
+				if err := e.MatMul(dst, x, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(2*n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
