@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // FromJSONSchema converts a JSON Schema document into GBNF text whose root rule
@@ -22,7 +25,7 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	if err != nil {
 		return "", nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
-	c := &conv{root: doc, refs: map[string]string{}, b: newBuilder()}
+	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, b: newBuilder()}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")
@@ -39,7 +42,15 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	// The grammar is not re-parsed here (that would double the cost): by
 	// construction it has no left recursion (see ref) and its repetitions stay
 	// within gbnf's limits; the fuzz target checks that it always parses.
-	return c.b.text("root"), c.ignored, nil
+	// Only a recursive grammar can have rules that never finish (a definition
+	// that must contain itself): those are checked on the parsed grammar.
+	text := c.b.text("root")
+	if c.recursive {
+		if err := c.checkProductive(text); err != nil {
+			return "", nil, err
+		}
+	}
+	return text, c.ignored, nil
 }
 
 // conv is the state of one conversion.
@@ -48,6 +59,10 @@ type conv struct {
 	root    any
 	b       *builder
 	refs    map[string]string // JSON pointer of a $ref target -> its rule
+	refErrs map[string]error  // JSON pointer of a $ref target that failed -> why
+	// recursive is set when a $ref was reached while its target was being
+	// converted: only then can a rule fail to produce any finite text.
+	recursive bool
 	ignored []Ignored
 	depth   int
 	// leftEdge holds the $ref targets being converted at whose start no text
@@ -160,9 +175,15 @@ func (c *conv) ref(o *object, ptr, hint string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err, ok := c.refErrs[tptr]; ok {
+		return "", err
+	}
 	if name, ok := c.refs[tptr]; ok {
 		if c.leftEdge[tptr] {
 			return "", c.errorf("$ref", ptr, "the reference #%s leads back to itself before any text is matched (left recursion)", tptr)
+		}
+		if _, done := c.b.rules[name]; !done {
+			c.recursive = true
 		}
 		return name, nil
 	}
@@ -182,6 +203,12 @@ func (c *conv) ref(o *object, ptr, hint string) (string, error) {
 	expr, err := c.visit(target, tptr, name)
 	delete(c.leftEdge, tptr)
 	if err != nil {
+		// Every later reference fails the same way; rules written while
+		// converting the target may name the rule, but only this conversion
+		// reached them, so they are left out of the grammar (builder.text
+		// writes the rules reachable from the root).
+		delete(c.refs, tptr)
+		c.refErrs[tptr] = err
 		return "", err
 	}
 	if expr == name || expr == "" {
@@ -670,4 +697,51 @@ func numLess(a, b any) bool {
 	ar, ok1 := ratOf(an)
 	br, ok2 := ratOf(bn)
 	return ok1 && ok2 && ar.Cmp(br) < 0
+}
+
+// checkProductive refuses a grammar in which a $ref target's rule cannot derive
+// any finite text (a schema such as {"type":"array","items":{"$ref":"#"},
+// "minItems":1} requires an infinitely deep instance): its grammar would let a
+// model start a value it can never finish.
+func (c *conv) checkProductive(text string) error {
+	g, err := gbnf.Parse(text)
+	if err != nil {
+		return &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
+	}
+	productive := make([]bool, len(g.Rules))
+	for changed := true; changed; {
+		changed = false
+		for i, r := range g.Rules {
+			if productive[i] {
+				continue
+			}
+			for _, alt := range r.Alts {
+				ok := true
+				for _, e := range alt {
+					if e.Kind == gbnf.RuleRef && !productive[e.Rule] {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					productive[i], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	ptrs := make([]string, 0, len(c.refs))
+	for p := range c.refs {
+		ptrs = append(ptrs, p)
+	}
+	sort.Strings(ptrs)
+	for _, p := range ptrs {
+		if i, ok := g.Index[c.refs[p]]; ok && !productive[i] {
+			return c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
+		}
+	}
+	if !productive[g.Root] {
+		return c.errorf("", "", "the schema accepts no finite instance")
+	}
+	return nil
 }

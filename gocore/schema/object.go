@@ -3,6 +3,7 @@ package schema
 import (
 	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
 )
@@ -63,6 +64,11 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	}
 	propNames, hasPropNames := o.get("propertyNames")
 
+	for _, n := range append(append([]string(nil), props.names()...), reqOrder...) {
+		if !utf8.ValidString(n) {
+			return "", c.errorf("properties", ptr, "the property name %s holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair): no valid JSON text contains it", jsonQuote(n))
+		}
+	}
 	// named properties
 	var named []namedProp
 	seen := map[string]bool{}

@@ -303,6 +303,9 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 	}
 	var kinds []string
 	for _, v := range vals {
+		if loneSurrogate(v) {
+			return "", c.errorf(kw, ptr, "the value %s holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair): no valid JSON text contains it", canonical(v))
+		}
 		kinds = append(kinds, jsonKind(v))
 	}
 	if err := c.checkUnsupported(o, kinds, ptr); err != nil {
