@@ -63,8 +63,8 @@ type conv struct {
 	// recursive is set when a $ref was reached while its target was being
 	// converted: only then can a rule fail to produce any finite text.
 	recursive bool
-	ignored []Ignored
-	depth   int
+	ignored   []Ignored
+	depth     int
 	// leftEdge holds the $ref targets being converted at whose start no text
 	// has been matched yet: reaching one again there is left recursion.
 	leftEdge map[string]bool
