@@ -145,7 +145,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 		allNames[i] = np.name
 	}
 	ws := c.ws()
-	var kvs []string
+	var kvs, vals []string
 	var kept []namedProp
 	for _, np := range named {
 		if np.schema == false {
@@ -162,6 +162,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			return "", err
 		}
 		kvs = append(kvs, seq(gbnf.QuoteLiteral(jsonQuote(np.name)), ws, gbnf.QuoteLiteral(":"), ws, v))
+		vals = append(vals, v)
 		kept = append(kept, np)
 	}
 	named = kept
@@ -260,8 +261,9 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	if kvs == nil && addKV != "" {
 		kvs = []string{}
 	}
-	ob := &objBuilder{c: c, named: named, kvs: kvs, addKV: addKV, minP: minP, maxP: maxP, cnt: cnt,
-		memo: map[[2]int]objState{}, hint: hint}
+	ob := &objBuilder{c: c, named: named, kvs: kvs, vals: vals, addKV: addKV, minP: minP, maxP: maxP, cnt: cnt,
+		memo: map[[2]int]objState{}, skipMemo: map[[2]int]objState{}, hint: hint}
+	ob.planBlocks()
 	body, ok := ob.state(0, 0)
 	if !ok {
 		return "", c.unsatf("minProperties", ptr, "no object satisfies the property counts")
@@ -277,15 +279,123 @@ type objState struct {
 // objBuilder writes the properties after the i-th named one, having written n
 // so far (n capped at cnt): a chain of rules linear in the number of
 // properties (times the count cap), however many are optional.
+//
+// A long run of optional properties would make that chain a choice among all
+// the properties left: as many stacks after every comma (10,000 optional
+// properties exceeded the engine's stack limit at the first byte). Such runs
+// are cut into blocks of about sqrt(run) properties: within its block the
+// chain goes on, and skipping the rest of a block leads to the later blocks,
+// each entered through a key trie (one stack per block). A state then holds
+// about 2*sqrt(run) stacks, and the grammar stays linear.
 type objBuilder struct {
 	c          *conv
 	named      []namedProp
 	kvs        []string
+	vals       []string // value grammar of each named property
 	addKV      string
 	minP, maxP int
 	cnt        int
 	memo       map[[2]int]objState
+	skipMemo   map[[2]int]objState
 	hint       string
+	// blockEnd[i] > 0: i starts a block of a long optional run, which ends
+	// before blockEnd[i]; runEnd[i] is the end of that run.
+	blockEnd, runEnd []int
+}
+
+// blockRun is the length above which a run of optional properties is cut into blocks.
+const blockRun = 32
+
+// planBlocks finds the long runs of optional properties and their blocks.
+func (ob *objBuilder) planBlocks() {
+	n := len(ob.named)
+	for s := 0; s < n; {
+		if ob.named[s].required {
+			s++
+			continue
+		}
+		e := s
+		for e < n && !ob.named[e].required {
+			e++
+		}
+		if e-s > blockRun {
+			if ob.blockEnd == nil {
+				ob.blockEnd, ob.runEnd = make([]int, n+1), make([]int, n+1)
+			}
+			size := 8
+			for size*size < e-s {
+				size++
+			}
+			for b := s; b < e; b += size {
+				ob.blockEnd[b] = min(b+size, e)
+				for i := b; i < min(b+size, e); i++ {
+					ob.runEnd[i] = e
+				}
+			}
+		}
+		s = e
+	}
+}
+
+// absent is what follows when property i is left out, having written n.
+func (ob *objBuilder) absent(i, n int) (string, bool) {
+	if ob.blockEnd != nil && ob.runEnd[i] > 0 && ob.blockEnd[i+1] > 0 {
+		return ob.skip(i+1, n)
+	}
+	return ob.state(i+1, n)
+}
+
+// skip: the properties from block start b on (b may be the end of the run),
+// having written n: the first one written is in some block at or after b,
+// found through that block's key trie.
+func (ob *objBuilder) skip(b, n int) (string, bool) {
+	key := [2]int{b, n}
+	if s, ok := ob.skipMemo[key]; ok {
+		return s.expr, s.ok
+	}
+	var alts []string
+	next, nextOK := "", false
+	if ob.blockEnd[b] == 0 {
+		next, nextOK = ob.state(b, n) // the end of the run
+	} else {
+		next, nextOK = ob.skip(ob.blockEnd[b], n)
+		if ob.maxP < 0 || n < ob.maxP {
+			ws := ob.c.ws()
+			var texts, conts []string
+			for j := b; j < ob.blockEnd[b]; j++ {
+				after, ok := ob.state(j+1, min(n+1, ob.cnt))
+				if !ok {
+					continue
+				}
+				texts = append(texts, jsonQuote(ob.named[j].name))
+				conts = append(conts, seq(ws, gbnf.QuoteLiteral(":"), ws, ob.vals[j], ws, after))
+			}
+			if len(texts) > 0 {
+				sep := ""
+				if n > 0 {
+					sep = seq(gbnf.QuoteLiteral(","), ws)
+				}
+				alts = append(alts, seq(sep, ob.c.trie(texts, conts, ob.hint+"-b")))
+			}
+		}
+	}
+	var expr string
+	ok := len(alts) > 0 || nextOK
+	switch {
+	case len(alts) == 0:
+		expr = next
+	case !nextOK:
+		expr = alts[0]
+	case next == "":
+		expr = opt(alts[0])
+	default:
+		expr = "(" + alts[0] + " | " + next + ")"
+	}
+	if ok && len(expr) > 48 {
+		expr = ob.c.b.rule(ob.hint+"-s"+strconv.Itoa(b), expr)
+	}
+	ob.skipMemo[key] = objState{expr, ok}
+	return expr, ok
 }
 
 func (ob *objBuilder) state(i, n int) (string, bool) {
@@ -343,7 +453,7 @@ func (ob *objBuilder) build(i, n int) (string, bool) {
 	absent := ""
 	absentOK := false
 	if !np.required {
-		absent, absentOK = ob.state(i+1, n)
+		absent, absentOK = ob.absent(i, n)
 	}
 	switch {
 	case len(alts) == 0 && !absentOK:

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/big"
 	"regexp/syntax"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -312,7 +314,7 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 		return "", err
 	}
 	seen := map[string]bool{}
-	var alts []string
+	var alts, scalars []string
 	for _, v := range vals {
 		k := jsonKind(v)
 		if !hasType(types, k) && !(k == "integer" && hasType(types, "number")) {
@@ -328,16 +330,106 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 		if !ok {
 			continue
 		}
-		x := c.literal(v)
-		if !seen[x] {
-			seen[x] = true
-			alts = append(alts, x)
+		switch v.(type) {
+		case []any, *object:
+			x := c.literal(v)
+			if !seen[x] {
+				seen[x] = true
+				alts = append(alts, x)
+			}
+		default:
+			scalars = append(scalars, canonical(v))
 		}
+	}
+	if len(scalars) > 0 {
+		alts = append(alts, c.literalTrie(scalars, hint))
 	}
 	if len(alts) == 0 {
 		return "", c.unsatf(kw, ptr, "no value of the enum/const satisfies the schema")
 	}
 	return c.named(hint, alt(alts)), nil
+}
+
+// literalTrie is the grammar of a set of texts written as a prefix-factored
+// alternation: at every point the next character decides the branch, so the
+// engine follows one stack whatever the number of texts, and the grammar's
+// size is linear in theirs (100,000 enum strings compile in one pass, where a
+// flat alternation of as many literals would be as many stacks at the first
+// character). Branching points become rules (identical suffixes share one).
+func (c *conv) literalTrie(texts []string, hint string) string {
+	return c.trie(texts, nil, hint)
+}
+
+// trie writes texts as a prefix-factored alternation (see literalTrie); with
+// conts, text i is followed by the expression conts[i] (texts must then be
+// distinct).
+func (c *conv) trie(texts, conts []string, hint string) string {
+	type item struct{ text, cont string }
+	items := make([]item, len(texts))
+	for i, t := range texts {
+		items[i].text = t
+		if conts != nil {
+			items[i].cont = conts[i]
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].text < items[j].text })
+	items = slices.CompactFunc(items, func(a, b item) bool { return a.text == b.text })
+	var build func(ts []item, depth int) string
+	build = func(ts []item, depth int) string {
+		var alts []string
+		end := len(ts[0].text) == depth
+		if end {
+			if ts[0].cont != "" {
+				alts = append(alts, ts[0].cont)
+				end = false
+			}
+			ts = ts[1:]
+		}
+		for len(ts) > 0 {
+			r, _ := utf8.DecodeRuneInString(ts[0].text[depth:])
+			n := 1
+			for n < len(ts) {
+				r2, _ := utf8.DecodeRuneInString(ts[n].text[depth:])
+				if r2 != r {
+					break
+				}
+				n++
+			}
+			grp := ts[:n]
+			ts = ts[n:]
+			first, last := grp[0].text[depth:], grp[len(grp)-1].text[depth:]
+			l := 0
+			for l < len(first) && l < len(last) && first[l] == last[l] {
+				l++
+			}
+			for l < len(first) && !utf8.RuneStart(first[l]) {
+				l--
+			}
+			if len(grp) == 1 {
+				l = len(first)
+			}
+			alts = append(alts, seq(gbnf.QuoteLiteral(first[:l]), build(grp, depth+l)))
+		}
+		switch {
+		case len(alts) == 0:
+			return ""
+		case end && len(alts) == 1:
+			return opt(alts[0])
+		case end:
+			return c.b.rule(hint+"-t", alt(alts)) + "?"
+		case len(alts) == 1:
+			return alts[0]
+		}
+		return c.b.rule(hint+"-t", alt(alts))
+	}
+	if len(items) == 0 {
+		return noMatch
+	}
+	x := build(items, 0)
+	if x == "" {
+		return `""`
+	}
+	return x
 }
 
 // checkValue reports whether the constant v satisfies o's type-specific
