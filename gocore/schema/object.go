@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -99,9 +100,12 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			named = append(named, namedProp{n, s, true, ptr + "/required"})
 		}
 	}
-	// patterns must not match named properties (their values would need both schemas)
+	// a named property whose name matches patterns must satisfy their schemas too
 	if patterns != nil {
-		for _, np := range named {
+		for i := range named {
+			if named[i].ptr == ptr+"/required" {
+				continue // its schema already comes from the patterns
+			}
 			for _, p := range patterns.keys {
 				re, err := ecmaRegexp(p)
 				if err != nil {
@@ -110,10 +114,8 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 					}
 					continue
 				}
-				if re.MatchString(np.name) {
-					if err := c.unsupported("patternProperties", ptr, "pattern "+strconv.Quote(p)+" also matches the named property "+strconv.Quote(np.name)); err != nil {
-						return "", err
-					}
+				if re.MatchString(named[i].name) {
+					named[i].schema = allOfSchema(named[i].schema, patterns.vals[p])
 				}
 			}
 		}
@@ -171,7 +173,19 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	addKV := ""
 	switch {
 	case patterns != nil:
-		// keys matching a pattern; other unnamed keys are left out (narrower, sound)
+		if hasPropNames && propNames != true {
+			break // cannot intersect key patterns with propertyNames: leave them out
+		}
+		kv, ok, err := c.patternKV(patterns, addl, allNames, ptr, hint)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			addKV = kv
+			break
+		}
+		// keys matching a pattern, all values satisfying every pattern's
+		// schema; other unnamed keys are left out (narrower, sound)
 		var keyAlts []string
 		var vs any
 		for _, p := range patterns.keys {
@@ -570,4 +584,123 @@ func (c *conv) keyExcept(names []string, hint string) string {
 		return c.b.rule("k", alt(alts))
 	}
 	return seq(gbnf.QuoteLiteral(`"`), write(root))
+}
+
+// maxPatternRegions bounds the patterns whose overlaps patternKV works out.
+const maxPatterns = 8
+
+// patternKV writes the additional key-value pairs of an object with
+// patternProperties exactly: a key that matches the patterns in a set S (and
+// no other, and is not a named property) takes a value satisfying the schemas
+// of S; a key that matches none takes additionalProperties. Each such region
+// of keys is an automaton (the product of the patterns' automata and of the
+// named properties' trie), so the key grammar decides the value's schema.
+// ok is false when the automata would be too large (or a pattern cannot be
+// made one) and the patterns all have the same schema: the caller then uses
+// the narrower union of the patterns. Differing schemas are then refused.
+func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint string) (string, bool, error) {
+	k := len(patterns.keys)
+	var ds []*dfa
+	var why error
+	if k > maxPatterns {
+		why = fmt.Errorf("more than %d patterns", maxPatterns)
+	}
+	for _, p := range patterns.keys {
+		if why != nil {
+			break
+		}
+		d, err := patternDFA(p)
+		if err != nil {
+			why = err
+			break
+		}
+		ds = append(ds, d.minimize())
+	}
+	nd := namesDFA(names)
+	sigOf := func(states []int32) int {
+		if s := states[k]; s >= 0 && nd.states[s].accept {
+			return -1 // a named property
+		}
+		sig := 0
+		for i := 0; i < k; i++ {
+			if s := states[i]; s >= 0 && ds[i].states[s].accept {
+				sig |= 1 << i
+			}
+		}
+		return sig
+	}
+	always := func([]int32) bool { return true }
+	sigs := map[int]bool{}
+	if why == nil {
+		all := append(append([]*dfa(nil), ds...), nd)
+		if _, err := product(all, func(st []int32) bool { sigs[sigOf(st)] = true; return false }, always, 0, -1); err != nil {
+			why = err
+		}
+	}
+	if why != nil {
+		same := true
+		for _, p := range patterns.keys {
+			if valueKey(patterns.vals[p]) != valueKey(patterns.vals[patterns.keys[0]]) {
+				same = false
+			}
+		}
+		if same {
+			return "", false, nil
+		}
+		if err := c.unsupported("patternProperties", ptr, "patterns with different schemas whose overlaps cannot be worked out ("+why.Error()+")"); err != nil {
+			return "", false, err
+		}
+		return "", false, nil
+	}
+	order := make([]int, 0, len(sigs))
+	for s := range sigs {
+		if s >= 0 {
+			order = append(order, s)
+		}
+	}
+	sort.Ints(order)
+	all := append(append([]*dfa(nil), ds...), nd)
+	ws := c.ws()
+	var alts []string
+	for _, sig := range order {
+		var vs any
+		wptr := ptr + "/additionalProperties"
+		if sig == 0 {
+			vs = addl
+		} else {
+			for i, p := range patterns.keys {
+				if sig&(1<<i) != 0 {
+					vs = allOfSchema(vs, patterns.vals[p])
+					wptr = ptr + "/patternProperties/" + escPtr(p)
+				}
+			}
+		}
+		if vs == nil {
+			vs = true
+		}
+		if vs == false {
+			continue
+		}
+		region, err := product(all, func(st []int32) bool { return sigOf(st) == sig }, always, 0, -1)
+		if err != nil {
+			return "", false, err
+		}
+		if region.empty() {
+			continue
+		}
+		v, err := c.visit(vs, wptr, hint+"-v")
+		if err != nil {
+			if isUnsat(err) {
+				continue
+			}
+			return "", false, err
+		}
+		rc := &regexConv{b: c.b, json: true}
+		key := seq(gbnf.QuoteLiteral(`"`), region.minimize().grammar(rc, hint+"-key"), gbnf.QuoteLiteral(`"`))
+		alts = append(alts, seq(key, ws, gbnf.QuoteLiteral(":"), ws, v))
+	}
+	if len(alts) == 0 {
+		return "", true, nil
+	}
+	return c.named(hint+"-kv", alt(alts)), true, nil
 }

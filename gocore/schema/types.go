@@ -771,11 +771,18 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 		lo, hi := patternLen(re)
 		if !(lo >= minL && (maxL < 0 || hi >= 0 && hi <= maxL)) {
 			if x, ok, err := c.lengthPattern(rc, re, minL, maxL); err != nil {
+				if isUnsat(err) {
+					return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
+				}
 				return fail(err)
 			} else if ok {
 				return x, nil
 			}
-			if err := c.unsupported("maxLength", ptr, "length limits together with this pattern cannot be enforced"); err != nil {
+			x, err := c.lengthDFA(rc, p, minL, maxL, ptr)
+			if err == nil || isUnsat(err) {
+				return x, err
+			}
+			if err := c.unsupported("maxLength", ptr, "length limits together with this pattern cannot be enforced: "+err.Error()); err != nil {
 				return "", err
 			}
 		}
@@ -785,6 +792,24 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 		return fail(err)
 	}
 	return x, nil
+}
+
+// lengthDFA intersects a pattern's automaton with the length limits (a
+// counter of code points beside each state) and writes the result.
+func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (string, error) {
+	d, err := patternDFA(p)
+	if err != nil {
+		return "", err
+	}
+	d = d.minimize()
+	ld, err := product([]*dfa{d}, func(s []int32) bool { return d.states[s[0]].accept }, nil, minL, maxL)
+	if err != nil {
+		return "", err
+	}
+	if ld.empty() {
+		return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
+	}
+	return ld.minimize().grammar(rc, "pattern"), nil
 }
 
 // patternLen is the range of lengths of the strings a pattern matches (hi -1:

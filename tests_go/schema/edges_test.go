@@ -89,3 +89,104 @@ func TestUnsatisfiableRefs(t *testing.T) {
 		})
 	}
 }
+
+// TestPatternPropertiesPerPattern: keys decide their value's schema by the
+// patterns they match (all of them where patterns overlap), keys matching no
+// pattern take additionalProperties, a false pattern forbids its keys, and a
+// named property matching a pattern satisfies both schemas.
+func TestPatternPropertiesPerPattern(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"differently typed disjoint patterns",
+			`{"type":"object","patternProperties":{"^a":{"type":"integer"},"^b":{"type":"string"}},"additionalProperties":false}`,
+			[]string{`{}`, `{"a1":1,"b":"x"}`, `{"b":"x","a":2}`, `{"abc":-3}`},
+			[]string{`{"a":"x"}`, `{"b":1}`, `{"c":1}`}},
+		{"other keys take additionalProperties (default: any value)",
+			`{"type":"object","patternProperties":{"^a":{"type":"integer"},"^b":{"type":"string"}}}`,
+			[]string{`{"c":[]}`, `{"ab":1,"ba":"s","x":null}`, `{"":true}`},
+			[]string{`{"a":"x"}`, `{"ba":2}`}},
+		{"false forbids the keys it matches",
+			`{"type":"object","patternProperties":{"x$":false}}`,
+			[]string{`{"a":1}`, `{"xa":{}}`, `{}`},
+			[]string{`{"ax":1}`, `{"x":null}`, `{"a":1,"bx":2}`}},
+		{"false beside properties and additionalProperties",
+			`{"type":"object","properties":{"id":{"type":"integer"}},"patternProperties":{"^_":false},"additionalProperties":{"type":"string"}}`,
+			[]string{`{"id":1,"n":"x"}`, `{"n":"x"}`},
+			[]string{`{"_n":"x"}`, `{"n":1}`, `{"id":"x"}`}},
+		{"overlapping patterns: both schemas, named property too",
+			`{"type":"object","properties":{"ax":{"type":"string"}},"patternProperties":{"x$":{"minLength":2},"^a":{"maxLength":3}},"additionalProperties":false}`,
+			[]string{`{"ax":"ss"}`, `{"bx":"ss"}`, `{"ay":"sss"}`, `{"aax":"sss"}`, `{"ax":"sss","aax":"ss"}`},
+			[]string{`{"ax":"s"}`, `{"ax":"ssss"}`, `{"bx":"s"}`, `{"ay":"ssss"}`, `{"ay":1}`, `{"y":1}`, `{"ax":"ss","ax":"ss"}`, `{"aax":"ssss"}`, `{"aax":"s"}`}},
+		{"patterns with JSON escapes in keys",
+			`{"type":"object","patternProperties":{"^\"":{"type":"integer"},"^[^\"]":{"type":"boolean"}},"additionalProperties":false}`,
+			[]string{`{"\"q":1}`, `{"a\"":true}`},
+			[]string{`{"\"q":true}`, `{"a":1}`, `{"":1}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+}
+
+// TestFalseProperties: a property whose schema is false may not appear (and
+// may not be required).
+func TestFalseProperties(t *testing.T) {
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{"a":false,"b":{"type":"integer"}}}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	for s, want := range map[string]bool{`{}`: true, `{"b":1}`: true, `{"c":1}`: true, `{"a":1}`: false, `{"b":1,"a":1}`: false} {
+		assert.Equal(t, want, c.accepts(s), s)
+	}
+	_, _, err = schema.FromJSONSchema([]byte(`{"type":"object","properties":{"a":false},"required":["a"]}`))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+}
+
+// TestPatternWithLengthLimits: minLength/maxLength are intersected with the
+// pattern's automaton (code points of the decoded string), whatever the shape
+// of the pattern.
+func TestPatternWithLengthLimits(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"slug with a bound", `{"type":"string","pattern":"^[a-z]+(-[a-z]+)*$","maxLength":6}`,
+			[]string{`"ab-cd"`, `"abcdef"`, `"a-b-c"`}, []string{`"abcdefg"`, `"ab-"`, `"a-b-c-d"`, `""`}},
+		{"unanchored pattern and both bounds", `{"type":"string","pattern":"x","minLength":2,"maxLength":3}`,
+			[]string{`"ax"`, `"xab"`, `"\n\nx"`, `"é€x"`}, []string{`"x"`, `"abcx"`, `"abc"`}},
+		{"alternation", `{"type":"string","pattern":"^(ab|c[0-9]+)$","minLength":3,"maxLength":4}`,
+			[]string{`"c12"`, `"c123"`}, []string{`"ab"`, `"c1"`, `"c1234"`}},
+		{"email-like", `{"type":"string","pattern":"^[^@]+@[^@]+\\.[a-z]{2,}$","maxLength":8}`,
+			[]string{`"a@b.cd"`, `"ab@c.de"`}, []string{`"abc@d.efg"`, `"a@b.c"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+	_, _, err := schema.FromJSONSchema([]byte(`{"type":"string","pattern":"^a+b$","maxLength":1}`))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "maxLength", se.Keyword)
+}
