@@ -89,6 +89,17 @@ func (c *conv) unsupported(keyword, ptr, reason string) error {
 	return c.errorf(keyword, ptr, "%s", reason)
 }
 
+// noteNarrowed lists a keyword the grammar enforces more strictly than the
+// schema (a cap), once per place.
+func (c *conv) noteNarrowed(keyword, ptr, reason string) {
+	for _, ig := range c.ignored {
+		if ig.Keyword == keyword && ig.Pointer == ptr {
+			return
+		}
+	}
+	c.ignored = append(c.ignored, Ignored{Keyword: keyword, Pointer: ptr, Reason: reason, Narrowed: true})
+}
+
 func (c *conv) ws() string { return primRef(c.b, "ws") }
 
 // inside runs f after an opening "{" or "[": references reached there are no

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"regexp/syntax"
 	"slices"
@@ -687,11 +688,26 @@ func decimalPower(r *big.Rat) (int, bool) {
 
 // ---- strings ----
 
-// maxStringRepeat bounds the repetition counts written for string lengths.
-const (
-	maxMinLength = 2000
-	maxMaxLength = 5000
-)
+// capLength applies the length cap (WithLengthCap) to a maxLength that the
+// grammar must write as a count: above it the grammar refuses the longer
+// strings (still sound, but narrower than the schema), and the cap is listed
+// in the returned []Ignored with Narrowed set, in every mode.
+func (c *conv) capLength(maxL int, ptr string) int {
+	lc := c.cfg.lengthCap
+	if lc <= 0 || maxL <= lc {
+		return maxL
+	}
+	c.noteNarrowed("maxLength", ptr, fmt.Sprintf("maxLength %d is above the length cap %d (WithLengthCap): strings longer than %d characters are refused", maxL, lc, lc))
+	return lc
+}
+
+// minLengthTooLarge fails a minLength above the length cap.
+func (c *conv) minLengthTooLarge(minL int, ptr string) error {
+	if lc := c.cfg.lengthCap; lc > 0 && minL > lc {
+		return c.errorf("minLength", ptr, "minLength %d is above the length cap %d (WithLengthCap): the grammar would write that many copies", minL, lc)
+	}
+	return nil
+}
 
 func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 	minL, err := c.countKeyword(o, "minLength", ptr, 0)
@@ -736,12 +752,10 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 		}
 		return seq(q, group(body), q), nil
 	}
-	if minL > maxMinLength {
-		return "", c.errorf("minLength", ptr, "minLength %d is larger than %d, the most a grammar here may require", minL, maxMinLength)
+	if err := c.minLengthTooLarge(minL, ptr); err != nil {
+		return "", err
 	}
-	if maxL > maxMaxLength {
-		maxL = maxMaxLength // a narrower grammar: still sound
-	}
+	maxL = c.capLength(maxL, ptr)
 	if minL == 0 && maxL < 0 {
 		return primRef(c.b, "string"), nil
 	}
@@ -778,7 +792,10 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 			} else if ok {
 				return x, nil
 			}
-			x, err := c.lengthDFA(rc, p, minL, maxL, ptr)
+			if err := c.minLengthTooLarge(minL, ptr); err != nil {
+				return "", err
+			}
+			x, err := c.lengthDFA(rc, p, minL, c.capLength(maxL, ptr), ptr)
 			if err == nil || isUnsat(err) {
 				return x, err
 			}
@@ -963,11 +980,8 @@ func (c *conv) lengthPattern(rc *regexConv, re *syntax.Regexp, minL, maxL int) (
 	if hi >= 0 && hi < lo {
 		return "", false, c.unsatf("maxLength", "", "no string satisfies both the pattern and the length limits")
 	}
-	if lo > maxMinLength {
-		return "", false, nil
-	}
-	if hi > maxMaxLength {
-		hi = maxMaxLength
+	if lc := c.cfg.lengthCap; lc > 0 && (lo > lc || hi > lc) {
+		return "", false, nil // too long to count: the automaton decides
 	}
 	var xs []string
 	for i, q := range parts {

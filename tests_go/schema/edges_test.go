@@ -190,3 +190,33 @@ func TestPatternWithLengthLimits(t *testing.T) {
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, "maxLength", se.Keyword)
 }
+
+// TestLengthCap: a maxLength above the length cap is lowered to it and listed
+// (Narrowed) in every mode, never silently; a minLength above it is an error;
+// WithLengthCap moves the cap.
+func TestLengthCap(t *testing.T) {
+	assert.Equal(t, 5000, schema.DefaultLengthCap)
+	g, ign, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{"s":{"type":"string","maxLength":20}}}`), schema.WithLengthCap(10))
+	require.NoError(t, err)
+	require.Len(t, ign, 1)
+	assert.Equal(t, schema.Ignored{Keyword: "maxLength", Pointer: "/properties/s", Narrowed: true, Reason: ign[0].Reason}, ign[0])
+	assert.Contains(t, ign[0].String(), "narrowed")
+	c := newChecker(t, g)
+	assert.True(t, c.accepts(`{"s":"0123456789"}`))
+	assert.False(t, c.accepts(`{"s":"0123456789a"}`))
+
+	_, ign, err = schema.FromJSONSchema([]byte(`{"type":"string","pattern":"^[a-z]+(-[a-z]+)*$","maxLength":20}`), schema.WithLengthCap(10))
+	require.NoError(t, err)
+	require.Len(t, ign, 1)
+	assert.True(t, ign[0].Narrowed)
+
+	_, _, err = schema.FromJSONSchema([]byte(`{"type":"string","minLength":11}`), schema.WithLengthCap(10))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "minLength", se.Keyword)
+
+	g, ign, err = schema.FromJSONSchema([]byte(`{"type":"string","maxLength":20}`), schema.WithLengthCap(0))
+	require.NoError(t, err)
+	assert.Empty(t, ign)
+	assert.Contains(t, g, "{0,20}")
+}
