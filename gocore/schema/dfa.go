@@ -576,12 +576,17 @@ func (d *dfa) minimize() *dfa {
 		return d
 	}
 	class := make([]int32, n)
+	accepting := 0
 	for s, st := range d.states {
 		if st.accept {
 			class[s] = 1
+			accepting++
 		}
 	}
 	classes := 2
+	if accepting == 0 || accepting == n {
+		classes = 1
+	}
 	for {
 		sig := map[string]int32{}
 		next := make([]int32, n)

@@ -1,8 +1,13 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand"
+	"regexp"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,6 +124,10 @@ func TestPatternPropertiesPerPattern(t *testing.T) {
 			`{"type":"object","properties":{"ax":{"type":"string"}},"patternProperties":{"x$":{"minLength":2},"^a":{"maxLength":3}},"additionalProperties":false}`,
 			[]string{`{"ax":"ss"}`, `{"bx":"ss"}`, `{"ay":"sss"}`, `{"aax":"sss"}`, `{"ax":"sss","aax":"ss"}`},
 			[]string{`{"ax":"s"}`, `{"ax":"ssss"}`, `{"bx":"s"}`, `{"ay":"ssss"}`, `{"ay":1}`, `{"y":1}`, `{"ax":"ss","ax":"ss"}`, `{"aax":"ssss"}`, `{"aax":"s"}`}},
+		{"anchored prefix pattern: other keys take any value, matching keys the pattern's",
+			`{"type":"object","patternProperties":{"^iglu:":{"type":"integer"}}}`,
+			[]string{`{"iglu:x":1}`, `{"iglu":"s"}`, `{"xiglu:":"s"}`},
+			[]string{`{"iglu:x":"s"}`, `{"iglu:":[]}`}},
 		{"patterns with JSON escapes in keys",
 			`{"type":"object","patternProperties":{"^\"":{"type":"integer"},"^[^\"]":{"type":"boolean"}},"additionalProperties":false}`,
 			[]string{`{"\"q":1}`, `{"a\"":true}`},
@@ -219,4 +228,71 @@ func TestLengthCap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ign)
 	assert.Contains(t, g, "{0,20}")
+}
+
+// TestPatternAutomataAgainstRegexp: for patterns of many shapes, with and
+// without length limits, and as patternProperties keys, the grammar's verdict
+// on random strings is Go's regexp verdict (these patterns mean the same in
+// ECMA-262 and Go) and the length check.
+func TestPatternAutomataAgainstRegexp(t *testing.T) {
+	patterns := []string{`^[a-z]+(-[a-z]+)*$`, `x`, `^(ab|c[0-9]+)$`, `^a`, `b$`, `^$`, `a|^b|c$`, `^(a|b)*c(a|b)?$`,
+		`[0-9]{2}`, `^[^a]*a[^a]*$`, `^(?:ab)+$`, `"`, `^\\`, `(a+)+b`, `^\d{1,3}(\.\d{1,3}){0,2}$`}
+	alphabet := []rune{'a', 'b', 'c', 'x', '-', '0', '1', '.', '"', '\\', '\n', 'é'}
+	r := rand.New(rand.NewSource(7))
+	randString := func() string {
+		n := r.Intn(8)
+		rs := make([]rune, n)
+		for i := range rs {
+			rs[i] = alphabet[r.Intn(len(alphabet))]
+		}
+		return string(rs)
+	}
+	for _, p := range patterns {
+		re := regexp.MustCompile(p)
+		for _, lim := range [][2]int{{0, -1}, {1, 3}, {2, 5}, {0, 4}} {
+			sch := map[string]any{"type": "string", "pattern": p}
+			if lim[0] > 0 {
+				sch["minLength"] = lim[0]
+			}
+			if lim[1] >= 0 {
+				sch["maxLength"] = lim[1]
+			}
+			text, _ := json.Marshal(sch)
+			g, _, err := schema.FromJSONSchema(text)
+			var se *schema.SchemaError
+			if errors.As(err, &se) && se.Keyword == "maxLength" {
+				continue // no string satisfies both
+			}
+			require.NoError(t, err, string(text))
+			c := newChecker(t, g)
+			for i := 0; i < 300; i++ {
+				s := randString()
+				n := utf8.RuneCountInString(s)
+				want := re.MatchString(s) && n >= lim[0] && (lim[1] < 0 || n <= lim[1])
+				q, _ := json.Marshal(s)
+				require.Equal(t, want, c.accepts(string(q)), "%s: %s\n%s", text, q, g)
+			}
+		}
+		// as the only pattern of an object: matching keys take integers, others strings
+		text := fmt.Sprintf(`{"type":"object","patternProperties":{%s:{"type":"integer"}},"additionalProperties":{"type":"string"}}`, mustJSON(p))
+		g, _, err := schema.FromJSONSchema([]byte(text))
+		require.NoError(t, err, text)
+		c := newChecker(t, g)
+		for i := 0; i < 200; i++ {
+			k := randString()
+			q := mustJSON(k)
+			asInt, asStr := `{`+q+`:1}`, `{`+q+`:"s"}`
+			m := re.MatchString(k)
+			require.Equal(t, m, c.accepts(asInt), "%s: %s\n%s", text, asInt, g)
+			require.Equal(t, !m, c.accepts(asStr), "%s: %s\n%s", text, asStr, g)
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
