@@ -58,9 +58,9 @@ type Summary struct {
 	// VocabCompileMS is schema text -> first mask with Vocab (when given).
 	VocabCompileMS *CompileStats `json:"vocab_compile_ms,omitempty"`
 	// SlowCompiles names the schemas whose CompileMS exceeded 100 ms.
-	SlowCompiles []string `json:"slow_compiles,omitempty"`
-	MaskUS          *Percentiles   `json:"mask_us,omitempty"`
-	MaskCount       int            `json:"masks,omitempty"`
+	SlowCompiles []string     `json:"slow_compiles,omitempty"`
+	MaskUS       *Percentiles `json:"mask_us,omitempty"`
+	MaskCount    int          `json:"masks,omitempty"`
 	// InvalidAcceptedCases names the schemas that accepted an invalid instance.
 	InvalidAcceptedCases []string `json:"invalid_accepted_cases,omitempty"`
 	// ValidRejectedCases names the schemas that rejected a valid instance.
