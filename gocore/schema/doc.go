@@ -25,7 +25,9 @@
 // the length cap (DefaultLengthCap, WithLengthCap) is lowered to it and listed
 // in the returned []Ignored with Narrowed set, and item counts above 2000 are
 // capped. "not" is enforced in the forms not {}, not true and not {"type": ...};
-// other forms are refused.
+// other forms are refused. A "format" that JSON Schema does not define
+// ("semver", "path", ...) is unknown vocabulary, which validators ignore: it
+// constrains nothing; a defined format the converter cannot write is refused.
 //
 // Automata (dfa.go) decide what the syntax tree of a regex cannot: a pattern
 // together with minLength/maxLength is the product of the pattern's automaton

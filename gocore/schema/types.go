@@ -455,8 +455,10 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 				return false, true
 			}
 		}
-		if o.has("format") {
-			return false, false
+		if fv, has := o.get("format"); has {
+			if fs, _ := fv.(string); assertedFormat(fs) || isStringFormat(fs) {
+				return false, false
+			}
 		}
 		return true, true
 	case json.Number:
@@ -737,9 +739,12 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 			}
 			return seq(q, formatRef(c.b, f), q), nil
 		}
-		if err := c.unsupported("format", ptr, "unknown format "+strconv.Quote(fs)); err != nil {
-			return "", err
+		if assertedFormat(fs) {
+			if err := c.unsupported("format", ptr, "format "+strconv.Quote(fs)+" cannot be enforced"); err != nil {
+				return "", err
+			}
 		}
+		// other formats are annotations: validators ignore formats they do not know
 	}
 	if pv, ok := o.get("pattern"); ok {
 		ps, isStr := pv.(string)

@@ -296,3 +296,20 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// TestUnknownFormatsAreAnnotations: a format JSON Schema does not define is
+// unknown vocabulary, which validators ignore: it constrains nothing (and is
+// not listed); defined formats the converter cannot write are still refused.
+func TestUnknownFormatsAreAnnotations(t *testing.T) {
+	g, ign, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{"v":{"type":"string","format":"semver"},"n":{"type":"integer","format":"int32"}},"required":["v"]}`))
+	require.NoError(t, err)
+	assert.Empty(t, ign)
+	c := newChecker(t, g)
+	assert.True(t, c.accepts(`{"v":"anything at all"}`))
+	assert.False(t, c.accepts(`{"v":1}`))
+	assert.False(t, c.accepts(`{"v":"x","n":2147483648}`), "numeric formats still bound integers")
+	_, _, err = schema.FromJSONSchema([]byte(`{"type":"string","format":"json-pointer"}`))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "format", se.Keyword)
+}
