@@ -313,6 +313,25 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			return nil, c.errorf("$ref", ptr, "refers to %s, which is not a schema", jsonKind(t))
 		}
 	}
+	if nv, ok := o.get("not"); ok {
+		if rw, ok := rewriteNot(nv, 0); ok {
+			res.del("not")
+			switch rw := rw.(type) {
+			case bool:
+				if !rw {
+					return nil, c.unsatf("not", ptr, "not excludes every instance")
+				}
+			case *object:
+				fr, err := c.flatten(rw, ptr, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				if res, err = c.merge(res, fr, ptr); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	if av, ok := o.get("allOf"); ok {
 		subs, ok := av.([]any)
 		if !ok {
@@ -755,4 +774,107 @@ func (c *conv) checkProductive(text string) error {
 		return c.errorf("", "", "the schema accepts no finite instance")
 	}
 	return nil
+}
+
+// rewriteNot expresses "not x" as a positive schema where that is exact:
+// not not X is X; not {required: [a, b]} is an object lacking a or b (a
+// non-object satisfies "required", so it fails "not required"); not anyOf is
+// allOf of the negations and not allOf anyOf of them; inside those, not {} is
+// false and not {type: T} the other types. Other forms are left to visitFlat.
+func rewriteNot(x any, depth int) (any, bool) {
+	if depth > 8 {
+		return nil, false
+	}
+	switch x := x.(type) {
+	case bool:
+		if depth == 0 {
+			return nil, false
+		}
+		return !x, true
+	case *object:
+		var keys []string
+		for _, k := range x.keys {
+			if isConstraining(k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			if depth == 0 {
+				return nil, false
+			}
+			return false, true
+		}
+		if len(keys) != 1 {
+			return nil, false
+		}
+		v := x.vals[keys[0]]
+		switch keys[0] {
+		case "not":
+			return v, true
+		case "type":
+			if depth == 0 {
+				return nil, false // visitFlat's notTypes
+			}
+			ex, _, ok := notTypes(x)
+			if !ok {
+				return nil, false
+			}
+			rest, ok := removeTypes(allTypes, ex)
+			if !ok {
+				return nil, false
+			}
+			if len(rest) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("type", toAny(rest))
+			return o, true
+		case "required":
+			names, ok := v.([]any)
+			if !ok || len(names) == 0 {
+				return nil, false
+			}
+			var alts []any
+			for _, n := range names {
+				name, ok := n.(string)
+				if !ok {
+					return nil, false
+				}
+				props := newObject()
+				props.set(name, false)
+				a := newObject()
+				a.set("properties", props)
+				alts = append(alts, a)
+			}
+			o := newObject()
+			o.set("type", "object")
+			if len(alts) == 1 {
+				o.set("properties", alts[0].(*object).vals["properties"])
+			} else {
+				o.set("anyOf", alts)
+			}
+			return o, true
+		case "anyOf", "allOf":
+			subs, ok := v.([]any)
+			if !ok || len(subs) == 0 {
+				return nil, false
+			}
+			var out []any
+			for _, sub := range subs {
+				rw, ok := rewriteNot(sub, depth+1)
+				if !ok {
+					return nil, false
+				}
+				out = append(out, rw)
+			}
+			o := newObject()
+			if keys[0] == "anyOf" {
+				o.set("allOf", out)
+			} else {
+				o.set("anyOf", out)
+			}
+			return o, true
+		}
+	}
+	return nil, false
 }

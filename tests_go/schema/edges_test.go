@@ -313,3 +313,38 @@ func TestUnknownFormatsAreAnnotations(t *testing.T) {
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, "format", se.Keyword)
 }
+
+// TestNotRewrites: the forms of "not" that have an exact positive equivalent.
+func TestNotRewrites(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"double negation", `{"not":{"not":{"type":"integer","minimum":3}}}`,
+			[]string{`3`, `10`}, []string{`2`, `"x"`, `3.5`}},
+		{"not required: an object without the property", `{"properties":{"a":{"type":"integer"}},"not":{"required":["a"]}}`,
+			[]string{`{}`, `{"b":1}`}, []string{`{"a":1}`, `"x"`, `1`}},
+		{"not required of two: not both", `{"type":"object","properties":{"a":{},"b":{}},"additionalProperties":false,"not":{"required":["a","b"]}}`,
+			[]string{`{}`, `{"a":1}`, `{"b":2}`}, []string{`{"a":1,"b":2}`}},
+		{"not anyOf of requireds: neither", `{"type":"object","properties":{"a":{},"b":{},"c":{}},"additionalProperties":false,"not":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}`,
+			[]string{`{}`, `{"c":1}`}, []string{`{"a":1}`, `{"b":1}`, `{"a":1,"c":1}`}},
+		{"not allOf of a type and nothing", `{"not":{"allOf":[{"type":"string"},{}]}}`,
+			[]string{`1`, `null`, `[]`}, []string{`"x"`}},
+		{"in allOf", `{"allOf":[{"type":"object","properties":{"a":{},"b":{}}},{"not":{"required":["a"]}},{"not":{"required":["b"]}}]}`,
+			[]string{`{}`, `{"c":1}`}, []string{`{"a":1}`, `{"b":1}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+}
