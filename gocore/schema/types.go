@@ -86,6 +86,11 @@ func (c *conv) visitFlat(o *object, ptr, hint string) (string, error) {
 		}
 	}
 	if o.has("enum") || o.has("const") {
+		if !o.has("type") {
+			// the values say which types: keywords of other types do not
+			// narrow them (an empty array satisfies "properties")
+			types = allTypes
+		}
 		return c.enumExpr(o, types, ptr, hint)
 	}
 	if err := c.checkUnsupported(o, types, ptr); err != nil {
@@ -497,17 +502,10 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 			}
 		}
 		return true, true
-	case []any, *object:
-		fam := "object"
-		if _, isArr := v.([]any); isArr {
-			fam = "array"
-		}
-		for _, k := range o.keys {
-			if familyOf(k) == fam {
-				return false, false
-			}
-		}
-		return true, true
+	case *object:
+		return c.checkObjectConst(v, o)
+	case []any:
+		return c.checkArrayConst(v, o)
 	}
 	return true, true
 }
@@ -1087,4 +1085,144 @@ func keepEqual(vals []any, cv any) []any {
 		}
 	}
 	return keep
+}
+
+// maxConstCheckDepth bounds the nesting checkConst follows.
+const maxConstCheckDepth = 16
+
+// checkConst reports whether the constant v is an instance of schema s;
+// decided is false when it cannot tell (combinators, references, ...).
+func (c *conv) checkConst(v, s any, depth int) (ok, decided bool) {
+	if depth > maxConstCheckDepth {
+		return false, false
+	}
+	switch s := s.(type) {
+	case bool:
+		return s, true
+	case *object:
+		for _, k := range s.keys {
+			switch k {
+			case "$ref", "allOf", "anyOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "dependencies", "dependentRequired", "dependentSchemas", "contains", "uniqueItems":
+				return false, false
+			}
+		}
+		if tv, has := s.get("type"); has {
+			tl := typeList(tv)
+			if tl == nil {
+				return false, false
+			}
+			if s.vals["nullable"] == true {
+				tl = append(tl, "null")
+			}
+			if k := jsonKind(v); !hasType(tl, k) && !(k == "integer" && hasType(tl, "number")) {
+				return false, true
+			}
+		}
+		if vals, has := c.constValues(s); has {
+			if len(keepEqual(vals, v)) == 0 {
+				return false, true
+			}
+		}
+		return c.checkValue(v, s)
+	}
+	return false, false
+}
+
+// checkObjectConst checks a constant object against o's object keywords.
+func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
+	for _, k := range o.keys {
+		switch k {
+		case "properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties":
+		default:
+			if familyOf(k) == "object" {
+				return false, false
+			}
+		}
+	}
+	if r, has := o.get("required"); has {
+		arr, _ := r.([]any)
+		for _, n := range arr {
+			if name, _ := n.(string); !v.has(name) {
+				return false, true
+			}
+		}
+	}
+	if m, has := intKeyword(o, "minProperties"); has && len(v.keys) < m {
+		return false, true
+	}
+	if m, has := intKeyword(o, "maxProperties"); has && len(v.keys) > m {
+		return false, true
+	}
+	props, _ := o.vals["properties"].(*object)
+	pats, _ := o.vals["patternProperties"].(*object)
+	addl, hasAddl := o.get("additionalProperties")
+	for _, k := range v.keys {
+		var subs []any
+		if ps, has := props.get(k); has {
+			subs = append(subs, ps)
+		}
+		if pats != nil {
+			for _, p := range pats.keys {
+				re, err := ecmaRegexp(p)
+				if err != nil {
+					return false, false
+				}
+				if re.MatchString(k) {
+					subs = append(subs, pats.vals[p])
+				}
+			}
+		}
+		if len(subs) == 0 && hasAddl {
+			subs = append(subs, addl)
+		}
+		for _, sub := range subs {
+			if ok, decided := c.checkConst(v.vals[k], sub, 1); !decided || !ok {
+				return ok, decided
+			}
+		}
+	}
+	return true, true
+}
+
+// checkArrayConst checks a constant array against o's array keywords.
+func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
+	for _, k := range o.keys {
+		switch k {
+		case "items", "prefixItems", "minItems", "maxItems":
+		case "uniqueItems":
+			if o.vals[k] == true {
+				return false, false
+			}
+		default:
+			if familyOf(k) == "array" {
+				return false, false
+			}
+		}
+	}
+	if m, has := intKeyword(o, "minItems"); has && len(v) < m {
+		return false, true
+	}
+	if m, has := intKeyword(o, "maxItems"); has && len(v) > m {
+		return false, true
+	}
+	pre, _ := o.vals["prefixItems"].([]any)
+	items, hasItems := o.get("items")
+	if _, isArr := items.([]any); isArr {
+		return false, false // draft-4 tuple form: flatten normalizes it; be safe
+	}
+	for i, x := range v {
+		var sub any
+		switch {
+		case i < len(pre):
+			sub = pre[i]
+		case hasItems:
+			sub = items
+		default:
+			continue
+		}
+		if ok, decided := c.checkConst(x, sub, 1); !decided || !ok {
+			return ok, decided
+		}
+	}
+	return true, true
 }

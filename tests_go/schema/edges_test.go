@@ -348,3 +348,36 @@ func TestNotRewrites(t *testing.T) {
 		})
 	}
 }
+
+// TestConstantsCheckedAgainstKeywords: enum/const objects and arrays are
+// checked against the object and array keywords beside them, and keywords of
+// one type do not drop constants of another.
+func TestConstantsCheckedAgainstKeywords(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"object constant and properties", `{"allOf":[{"enum":[{},{"foo":1},{"foo":"x"}]},{"properties":{"foo":{"type":"integer"}}}]}`,
+			[]string{`{}`, `{"foo":1}`}, []string{`{"foo":"x"}`}},
+		{"array constant and patternProperties", `{"enum":[[],{"fo":"x"},{"fo":2}],"patternProperties":{"f.*o":{"type":"integer"}}}`,
+			[]string{`[]`, `{"fo":2}`}, []string{`{"fo":"x"}`}},
+		{"array constants and items/minItems", `{"enum":[[1],[1,2],["a",2]],"items":{"type":"integer"},"minItems":2}`,
+			[]string{`[1,2]`}, []string{`[1]`, `["a",2]`}},
+		{"required and additionalProperties", `{"enum":[{"a":1},{"a":1,"b":2},{"b":2}],"required":["a"],"additionalProperties":false,"properties":{"a":{}}}`,
+			[]string{`{"a":1}`}, []string{`{"a":1,"b":2}`, `{"b":2}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+}
