@@ -314,7 +314,7 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 		}
 	}
 	if nv, ok := o.get("not"); ok {
-		if rw, ok := rewriteNot(nv, 0); ok {
+		if rw, ok := c.rewriteNot(nv, 0); ok {
 			res.del("not")
 			switch rw := rw.(type) {
 			case bool:
@@ -779,9 +779,12 @@ func (c *conv) checkProductive(text string) error {
 // rewriteNot expresses "not x" as a positive schema where that is exact:
 // not not X is X; not {required: [a, b]} is an object lacking a or b (a
 // non-object satisfies "required", so it fails "not required"); not anyOf is
-// allOf of the negations and not allOf anyOf of them; inside those, not {} is
-// false and not {type: T} the other types. Other forms are left to visitFlat.
-func rewriteNot(x any, depth int) (any, bool) {
+// allOf of the negations and not allOf anyOf of them; a schema of several
+// independent keywords is the anyOf of their negations; inside those, not {}
+// is false, not {type: T} the other types, and bounds flip (not maximum m is a
+// number above m, not maxLength n a string longer than n, ...); a $ref is
+// negated through its target. Other forms are left to visitFlat.
+func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 	if depth > 8 {
 		return nil, false
 	}
@@ -804,13 +807,109 @@ func rewriteNot(x any, depth int) (any, bool) {
 			}
 			return false, true
 		}
-		if len(keys) != 1 {
-			return nil, false
+		if len(keys) > 1 {
+			if x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
+				x.has("prefixItems") || x.has("additionalItems") || x.has("items") || x.has("if") {
+				return nil, false
+			}
+			var alts []any
+			for _, k := range keys {
+				one := newObject()
+				one.set(k, x.vals[k])
+				rw, ok := c.rewriteNot(one, depth+1)
+				if !ok {
+					return nil, false
+				}
+				if rw == false {
+					continue
+				}
+				alts = append(alts, rw)
+			}
+			if len(alts) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("anyOf", alts)
+			return o, true
 		}
-		v := x.vals[keys[0]]
-		switch keys[0] {
+		k := keys[0]
+		v := x.vals[k]
+		typed := func(t, kw string, val any) (any, bool) {
+			o := newObject()
+			o.set("type", t)
+			o.set(kw, val)
+			return o, true
+		}
+		num := func() (json.Number, bool) {
+			n, ok := v.(json.Number)
+			return n, ok
+		}
+		count := func() (int, bool) {
+			n, ok := intKeyword(x, k)
+			return n, ok && n < 1<<30
+		}
+		switch k {
 		case "not":
 			return v, true
+		case "$ref":
+			t, _, err := c.resolve(x, "")
+			if err != nil {
+				return nil, false
+			}
+			return c.rewriteNot(t, depth+1)
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			n, ok := num()
+			if !ok {
+				return nil, false
+			}
+			flip := map[string]string{"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+				"exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}[k]
+			return typed("number", flip, n)
+		case "minLength", "minItems", "minProperties":
+			n, ok := count()
+			if !ok {
+				return nil, false
+			}
+			if n == 0 {
+				return false, true
+			}
+			t := map[string]string{"minLength": "string", "minItems": "array", "minProperties": "object"}[k]
+			return typed(t, "max"+k[3:], json.Number(strconv.Itoa(n-1)))
+		case "maxLength", "maxItems", "maxProperties":
+			n, ok := count()
+			if !ok {
+				return nil, false
+			}
+			t := map[string]string{"maxLength": "string", "maxItems": "array", "maxProperties": "object"}[k]
+			return typed(t, "min"+k[3:], json.Number(strconv.Itoa(n+1)))
+		case "properties":
+			props, ok := v.(*object)
+			if !ok {
+				return nil, false
+			}
+			var alts []any
+			for _, p := range props.keys {
+				neg, ok := c.rewriteNot(props.vals[p], depth+1)
+				if !ok {
+					return nil, false
+				}
+				if neg == false {
+					continue
+				}
+				ps := newObject()
+				ps.set(p, neg)
+				o := newObject()
+				o.set("type", "object")
+				o.set("required", []any{p})
+				o.set("properties", ps)
+				alts = append(alts, o)
+			}
+			if len(alts) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("anyOf", alts)
+			return o, true
 		case "type":
 			if depth == 0 {
 				return nil, false // visitFlat's notTypes
@@ -861,14 +960,14 @@ func rewriteNot(x any, depth int) (any, bool) {
 			}
 			var out []any
 			for _, sub := range subs {
-				rw, ok := rewriteNot(sub, depth+1)
+				rw, ok := c.rewriteNot(sub, depth+1)
 				if !ok {
 					return nil, false
 				}
 				out = append(out, rw)
 			}
 			o := newObject()
-			if keys[0] == "anyOf" {
+			if k == "anyOf" {
 				o.set("allOf", out)
 			} else {
 				o.set("anyOf", out)
