@@ -438,6 +438,15 @@ type altGroup struct {
 const groupsKey = "\x00groups"
 const conflictKey = "\x00conflict"
 
+// Private keywords for string constraints decided by automata: morePatterns
+// holds further patterns a string must match (allOf of patterns), notStrings
+// what it must not be: a pattern (string) it must not match, or a list of
+// strings ([]any) it must not equal.
+const (
+	morePatternsKey = "\x00patterns"
+	notStringsKey   = "\x00notStrings"
+)
+
 // merge combines two flattened schemas into one that accepts exactly the
 // instances both accept (or records a conflict that visitFlat reports).
 func (c *conv) merge(a, b *object, ptr string) (*object, error) {
@@ -462,6 +471,19 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 				conflict(k)
 			}
 			continue
+		case morePatternsKey, notStringsKey:
+			prev, _ := out.get(k)
+			list, _ := prev.([]any)
+			more, _ := bv.([]any)
+			out.set(k, append(append([]any(nil), list...), more...))
+			continue
+		case "pattern":
+			if av, has := out.get(k); has && valueKey(av) != valueKey(bv) {
+				prev, _ := out.get(morePatternsKey)
+				list, _ := prev.([]any)
+				out.set(morePatternsKey, append(append([]any(nil), list...), bv))
+				continue
+			}
 		case groupsKey:
 			gs, _ := out.get(groupsKey)
 			list, _ := gs.([]altGroup)
@@ -851,6 +873,49 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 		switch k {
 		case "not":
 			return v, true
+		case "pattern":
+			if _, ok := v.(string); !ok {
+				return nil, false
+			}
+			return typed("string", notStringsKey, []any{v})
+		case "enum", "const":
+			vals := []any{v}
+			if k == "enum" {
+				arr, ok := v.([]any)
+				if !ok {
+					return nil, false
+				}
+				vals = arr
+			}
+			var strs []any
+			others := map[string]bool{}
+			for _, x := range vals {
+				switch x := x.(type) {
+				case string:
+					strs = append(strs, x)
+				case nil:
+					others["null"] = true
+				default:
+					return nil, false // numbers, booleans, objects, arrays: no exact complement here
+				}
+			}
+			var rest []any
+			for _, t := range allTypes {
+				if t != "string" && t != "integer" && !others[t] {
+					rest = append(rest, t)
+				}
+			}
+			ot := newObject()
+			ot.set("type", rest)
+			if len(strs) == 0 {
+				return ot, true
+			}
+			st := newObject()
+			st.set("type", "string")
+			st.set(notStringsKey, []any{strs})
+			o := newObject()
+			o.set("anyOf", []any{ot, st})
+			return o, true
 		case "$ref":
 			t, _, err := c.resolve(x, "")
 			if err != nil {

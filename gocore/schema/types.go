@@ -465,6 +465,36 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 				return false, false
 			}
 		}
+		more, _ := o.vals[morePatternsKey].([]any)
+		for _, p := range more {
+			ps, _ := p.(string)
+			re, err := ecmaRegexp(ps)
+			if err != nil {
+				return false, false
+			}
+			if !re.MatchString(v) {
+				return false, true
+			}
+		}
+		nots, _ := o.vals[notStringsKey].([]any)
+		for _, n := range nots {
+			switch n := n.(type) {
+			case string:
+				re, err := ecmaRegexp(n)
+				if err != nil {
+					return false, false
+				}
+				if re.MatchString(v) {
+					return false, true
+				}
+			case []any:
+				for _, x := range n {
+					if x == v {
+						return false, true
+					}
+				}
+			}
+		}
 		return true, true
 	case json.Number:
 		r, good := ratOf(v)
@@ -744,6 +774,18 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 		}
 		// other formats are annotations: validators ignore formats they do not know
 	}
+	if o.has(morePatternsKey) || o.has(notStringsKey) {
+		if o.has("format") {
+			if err := c.unsupported("format", ptr, "a format together with negated or several patterns cannot be enforced"); err != nil {
+				return "", err
+			}
+		}
+		body, err := c.stringDFA(o, minL, maxL, ptr)
+		if err != nil {
+			return "", err
+		}
+		return seq(q, group(body), q), nil
+	}
 	if pv, ok := o.get("pattern"); ok {
 		ps, isStr := pv.(string)
 		if !isStr {
@@ -830,6 +872,89 @@ func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (s
 		return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
 	}
 	return ld.minimize().grammar(rc, "pattern"), nil
+}
+
+// stringDFA writes the strings that match every pattern (pattern and
+// morePatterns), none of the negated patterns or strings (notStrings), within
+// the length limits, as one automaton.
+func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) {
+	var pos, neg []*dfa
+	var pats []any
+	if pv, ok := o.get("pattern"); ok {
+		pats = append(pats, pv)
+	}
+	more, _ := o.vals[morePatternsKey].([]any)
+	pats = append(pats, more...)
+	fail := func(kw string, err error) (string, error) {
+		if uerr := c.unsupported(kw, ptr, err.Error()); uerr != nil {
+			return "", uerr
+		}
+		return repeat(primRef(c.b, "char"), 0, -1), nil
+	}
+	for _, p := range pats {
+		ps, ok := p.(string)
+		if !ok {
+			return "", c.errorf("pattern", ptr, "must be a string")
+		}
+		d, err := patternDFA(ps)
+		if err != nil {
+			return fail("pattern", err)
+		}
+		pos = append(pos, d.minimize())
+	}
+	nots, _ := o.vals[notStringsKey].([]any)
+	for _, n := range nots {
+		switch n := n.(type) {
+		case string:
+			d, err := patternDFA(n)
+			if err != nil {
+				return fail("not", err)
+			}
+			neg = append(neg, d.minimize())
+		case []any:
+			var names []string
+			for _, x := range n {
+				if s, ok := x.(string); ok && utf8.ValidString(s) {
+					names = append(names, s)
+				}
+			}
+			neg = append(neg, namesDFA(names))
+		}
+	}
+	if err := c.minLengthTooLarge(minL, ptr); err != nil {
+		return "", err
+	}
+	if maxL >= 0 {
+		maxL = c.capLength(maxL, ptr)
+	}
+	all := append(append([]*dfa(nil), pos...), neg...)
+	np := len(pos)
+	accept := func(st []int32) bool {
+		for i, s := range st {
+			acc := s >= 0 && all[i].states[s].accept
+			if i < np && !acc || i >= np && acc {
+				return false
+			}
+		}
+		return true
+	}
+	live := func(st []int32) bool {
+		for i := 0; i < np; i++ {
+			if st[i] < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	d, err := product(all, accept, live, minL, maxL)
+	if err != nil {
+		return fail("pattern", fmt.Errorf("the patterns and limits of this string cannot be enforced together: %v", err))
+	}
+	if d.empty() {
+		return "", c.unsatf("pattern", ptr, "no string satisfies the patterns and limits together")
+	}
+	rc := &regexConv{b: c.b, json: true}
+	return d.minimize().grammar(rc, "string"), nil
 }
 
 // patternLen is the range of lengths of the strings a pattern matches (hi -1:

@@ -338,6 +338,12 @@ func TestNotRewrites(t *testing.T) {
 			[]string{`3`, `5`}, []string{`2`, `0`, `6`}},
 		{"overlapping oneOf through $ref and properties", `{"$defs":{"s":{"properties":{"k":{"type":"string"}}}},"type":"object","oneOf":[{"$ref":"#/$defs/s"},{"properties":{"k":{"minLength":2}}}]}`,
 			[]string{`{"k":"a"}`, `{"k":1}`}, []string{`{"k":"abc"}`, `{}`}},
+		{"not pattern: a string that does not match", `{"type":["string","integer"],"not":{"pattern":"^x"}}`,
+			[]string{`"ax"`, `""`}, []string{`"x"`, `"xy"`, `1`}},
+		{"not enum of strings", `{"not":{"enum":["a","bc",null]}}`,
+			[]string{`"b"`, `"abc"`, `""`, `1`, `true`, `{}`}, []string{`"a"`, `"bc"`, `null`}},
+		{"two patterns in allOf, length and a negated constant", `{"allOf":[{"type":"string","pattern":"^[a-c]+$"},{"pattern":"b","maxLength":3},{"not":{"const":"abc"}}]}`,
+			[]string{`"b"`, `"ab"`, `"cba"`}, []string{`"abc"`, `"aaa"`, `"abcb"`, `"xb"`}},
 		{"in allOf", `{"allOf":[{"type":"object","properties":{"a":{},"b":{}}},{"not":{"required":["a"]}},{"not":{"required":["b"]}}]}`,
 			[]string{`{}`, `{"c":1}`}, []string{`{"a":1}`, `{"b":1}`}},
 	}
