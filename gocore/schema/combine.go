@@ -49,12 +49,35 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 			merged[gi] = append(merged[gi], m)
 		}
 		if g.one {
+		pairs:
 			for i := 0; i < len(merged[gi]); i++ {
 				for j := i + 1; j < len(merged[gi]); j++ {
 					if merged[gi][i] == nil || merged[gi][j] == nil {
 						continue
 					}
 					if !c.disjoint(merged[gi][i], merged[gi][j], 0) {
+						// exactly one: branch i and the negation of every other
+						if branches, ok := c.exclusiveBranches(g.branches); ok {
+							groups[gi] = altGroup{branches: branches, ptr: g.ptr}
+							g = groups[gi]
+							merged[gi] = nil
+							for bi, br := range branches {
+								f, err := c.flatten(br.(*object), g.ptr+"/"+strconv.Itoa(bi), 0)
+								if err != nil {
+									if isUnsat(err) {
+										merged[gi] = append(merged[gi], nil)
+										continue
+									}
+									return "", err
+								}
+								m, err := c.merge(base, f, g.ptr+"/"+strconv.Itoa(bi))
+								if err != nil {
+									return "", err
+								}
+								merged[gi] = append(merged[gi], m)
+							}
+							break pairs
+						}
 						if err := c.unsupported("oneOf", g.ptr, "branches "+strconv.Itoa(i)+" and "+strconv.Itoa(j)+
 							" may both match (no differing type, const/enum or required-property discriminator), so exactly-one cannot be enforced"); err != nil {
 							return "", err
@@ -299,4 +322,35 @@ func (c *conv) propSchema(o *object, p string) *object {
 		return nil
 	}
 	return f
+}
+
+// exclusiveBranches rewrites oneOf [B1..Bn] as the anyOf branches
+// Bi AND NOT Bj (j != i), where every branch has an exact negation (see
+// rewriteNot): an instance then matches exactly one of the original branches.
+func (c *conv) exclusiveBranches(branches []any) ([]any, bool) {
+	negs := make([]any, len(branches))
+	for i, b := range branches {
+		if b == false {
+			negs[i] = true
+			continue
+		}
+		neg, ok := c.rewriteNot(b, 1)
+		if !ok {
+			return nil, false
+		}
+		negs[i] = neg
+	}
+	out := make([]any, len(branches))
+	for i, b := range branches {
+		all := []any{b}
+		for j := range branches {
+			if j != i {
+				all = append(all, negs[j])
+			}
+		}
+		o := newObject()
+		o.set("allOf", all)
+		out[i] = o
+	}
+	return out, true
 }

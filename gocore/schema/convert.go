@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // FromJSONSchema converts a JSON Schema document into GBNF text whose root rule
@@ -22,7 +25,7 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	if err != nil {
 		return "", nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
-	c := &conv{root: doc, refs: map[string]string{}, b: newBuilder()}
+	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, b: newBuilder()}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")
@@ -39,7 +42,15 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	// The grammar is not re-parsed here (that would double the cost): by
 	// construction it has no left recursion (see ref) and its repetitions stay
 	// within gbnf's limits; the fuzz target checks that it always parses.
-	return c.b.text("root"), c.ignored, nil
+	// Only a recursive grammar can have rules that never finish (a definition
+	// that must contain itself): those are checked on the parsed grammar.
+	text := c.b.text("root")
+	if c.recursive {
+		if err := c.checkProductive(text); err != nil {
+			return "", nil, err
+		}
+	}
+	return text, c.ignored, nil
 }
 
 // conv is the state of one conversion.
@@ -48,8 +59,12 @@ type conv struct {
 	root    any
 	b       *builder
 	refs    map[string]string // JSON pointer of a $ref target -> its rule
-	ignored []Ignored
-	depth   int
+	refErrs map[string]error  // JSON pointer of a $ref target that failed -> why
+	// recursive is set when a $ref was reached while its target was being
+	// converted: only then can a rule fail to produce any finite text.
+	recursive bool
+	ignored   []Ignored
+	depth     int
 	// leftEdge holds the $ref targets being converted at whose start no text
 	// has been matched yet: reaching one again there is left recursion.
 	leftEdge map[string]bool
@@ -72,6 +87,17 @@ func (c *conv) unsupported(keyword, ptr, reason string) error {
 		return nil
 	}
 	return c.errorf(keyword, ptr, "%s", reason)
+}
+
+// noteNarrowed lists a keyword the grammar enforces more strictly than the
+// schema (a cap), once per place.
+func (c *conv) noteNarrowed(keyword, ptr, reason string) {
+	for _, ig := range c.ignored {
+		if ig.Keyword == keyword && ig.Pointer == ptr {
+			return
+		}
+	}
+	c.ignored = append(c.ignored, Ignored{Keyword: keyword, Pointer: ptr, Reason: reason, Narrowed: true})
 }
 
 func (c *conv) ws() string { return primRef(c.b, "ws") }
@@ -160,9 +186,15 @@ func (c *conv) ref(o *object, ptr, hint string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err, ok := c.refErrs[tptr]; ok {
+		return "", err
+	}
 	if name, ok := c.refs[tptr]; ok {
 		if c.leftEdge[tptr] {
 			return "", c.errorf("$ref", ptr, "the reference #%s leads back to itself before any text is matched (left recursion)", tptr)
+		}
+		if _, done := c.b.rules[name]; !done {
+			c.recursive = true
 		}
 		return name, nil
 	}
@@ -182,6 +214,12 @@ func (c *conv) ref(o *object, ptr, hint string) (string, error) {
 	expr, err := c.visit(target, tptr, name)
 	delete(c.leftEdge, tptr)
 	if err != nil {
+		// Every later reference fails the same way; rules written while
+		// converting the target may name the rule, but only this conversion
+		// reached them, so they are left out of the grammar (builder.text
+		// writes the rules reachable from the root).
+		delete(c.refs, tptr)
+		c.refErrs[tptr] = err
 		return "", err
 	}
 	if expr == name || expr == "" {
@@ -273,6 +311,25 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			}
 		default:
 			return nil, c.errorf("$ref", ptr, "refers to %s, which is not a schema", jsonKind(t))
+		}
+	}
+	if nv, ok := o.get("not"); ok {
+		if rw, ok := c.rewriteNot(nv, 0); ok {
+			res.del("not")
+			switch rw := rw.(type) {
+			case bool:
+				if !rw {
+					return nil, c.unsatf("not", ptr, "not excludes every instance")
+				}
+			case *object:
+				fr, err := c.flatten(rw, ptr, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				if res, err = c.merge(res, fr, ptr); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	if av, ok := o.get("allOf"); ok {
@@ -381,6 +438,15 @@ type altGroup struct {
 const groupsKey = "\x00groups"
 const conflictKey = "\x00conflict"
 
+// Private keywords for string constraints decided by automata: morePatterns
+// holds further patterns a string must match (allOf of patterns), notStrings
+// what it must not be: a pattern (string) it must not match, or a list of
+// strings ([]any) it must not equal.
+const (
+	morePatternsKey = "\x00patterns"
+	notStringsKey   = "\x00notStrings"
+)
+
 // merge combines two flattened schemas into one that accepts exactly the
 // instances both accept (or records a conflict that visitFlat reports).
 func (c *conv) merge(a, b *object, ptr string) (*object, error) {
@@ -405,6 +471,19 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 				conflict(k)
 			}
 			continue
+		case morePatternsKey, notStringsKey:
+			prev, _ := out.get(k)
+			list, _ := prev.([]any)
+			more, _ := bv.([]any)
+			out.set(k, append(append([]any(nil), list...), more...))
+			continue
+		case "pattern":
+			if av, has := out.get(k); has && valueKey(av) != valueKey(bv) {
+				prev, _ := out.get(morePatternsKey)
+				list, _ := prev.([]any)
+				out.set(morePatternsKey, append(append([]any(nil), list...), bv))
+				continue
+			}
 		case groupsKey:
 			gs, _ := out.get(groupsKey)
 			list, _ := gs.([]altGroup)
@@ -670,4 +749,296 @@ func numLess(a, b any) bool {
 	ar, ok1 := ratOf(an)
 	br, ok2 := ratOf(bn)
 	return ok1 && ok2 && ar.Cmp(br) < 0
+}
+
+// checkProductive refuses a grammar in which a $ref target's rule cannot derive
+// any finite text (a schema such as {"type":"array","items":{"$ref":"#"},
+// "minItems":1} requires an infinitely deep instance): its grammar would let a
+// model start a value it can never finish.
+func (c *conv) checkProductive(text string) error {
+	g, err := gbnf.Parse(text)
+	if err != nil {
+		return &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
+	}
+	productive := make([]bool, len(g.Rules))
+	for changed := true; changed; {
+		changed = false
+		for i, r := range g.Rules {
+			if productive[i] {
+				continue
+			}
+			for _, alt := range r.Alts {
+				ok := true
+				for _, e := range alt {
+					if e.Kind == gbnf.RuleRef && !productive[e.Rule] {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					productive[i], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	ptrs := make([]string, 0, len(c.refs))
+	for p := range c.refs {
+		ptrs = append(ptrs, p)
+	}
+	sort.Strings(ptrs)
+	for _, p := range ptrs {
+		if i, ok := g.Index[c.refs[p]]; ok && !productive[i] {
+			return c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
+		}
+	}
+	if !productive[g.Root] {
+		return c.errorf("", "", "the schema accepts no finite instance")
+	}
+	return nil
+}
+
+// rewriteNot expresses "not x" as a positive schema where that is exact:
+// not not X is X; not {required: [a, b]} is an object lacking a or b (a
+// non-object satisfies "required", so it fails "not required"); not anyOf is
+// allOf of the negations and not allOf anyOf of them; a schema of several
+// independent keywords is the anyOf of their negations; inside those, not {}
+// is false, not {type: T} the other types, and bounds flip (not maximum m is a
+// number above m, not maxLength n a string longer than n, ...); a $ref is
+// negated through its target. Other forms are left to visitFlat.
+func (c *conv) rewriteNot(x any, depth int) (any, bool) {
+	if depth > 8 {
+		return nil, false
+	}
+	switch x := x.(type) {
+	case bool:
+		if depth == 0 {
+			return nil, false
+		}
+		return !x, true
+	case *object:
+		var keys []string
+		for _, k := range x.keys {
+			if isConstraining(k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			if depth == 0 {
+				return nil, false
+			}
+			return false, true
+		}
+		if len(keys) > 1 {
+			if x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
+				x.has("prefixItems") || x.has("additionalItems") || x.has("items") || x.has("if") {
+				return nil, false
+			}
+			var alts []any
+			for _, k := range keys {
+				one := newObject()
+				one.set(k, x.vals[k])
+				rw, ok := c.rewriteNot(one, depth+1)
+				if !ok {
+					return nil, false
+				}
+				if rw == false {
+					continue
+				}
+				alts = append(alts, rw)
+			}
+			if len(alts) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("anyOf", alts)
+			return o, true
+		}
+		k := keys[0]
+		v := x.vals[k]
+		typed := func(t, kw string, val any) (any, bool) {
+			o := newObject()
+			o.set("type", t)
+			o.set(kw, val)
+			return o, true
+		}
+		num := func() (json.Number, bool) {
+			n, ok := v.(json.Number)
+			return n, ok
+		}
+		count := func() (int, bool) {
+			n, ok := intKeyword(x, k)
+			return n, ok && n < 1<<30
+		}
+		switch k {
+		case "not":
+			return v, true
+		case "pattern":
+			if _, ok := v.(string); !ok {
+				return nil, false
+			}
+			return typed("string", notStringsKey, []any{v})
+		case "enum", "const":
+			vals := []any{v}
+			if k == "enum" {
+				arr, ok := v.([]any)
+				if !ok {
+					return nil, false
+				}
+				vals = arr
+			}
+			var strs []any
+			others := map[string]bool{}
+			for _, x := range vals {
+				switch x := x.(type) {
+				case string:
+					strs = append(strs, x)
+				case nil:
+					others["null"] = true
+				default:
+					return nil, false // numbers, booleans, objects, arrays: no exact complement here
+				}
+			}
+			var rest []any
+			for _, t := range allTypes {
+				if t != "string" && t != "integer" && !others[t] {
+					rest = append(rest, t)
+				}
+			}
+			ot := newObject()
+			ot.set("type", rest)
+			if len(strs) == 0 {
+				return ot, true
+			}
+			st := newObject()
+			st.set("type", "string")
+			st.set(notStringsKey, []any{strs})
+			o := newObject()
+			o.set("anyOf", []any{ot, st})
+			return o, true
+		case "$ref":
+			t, _, err := c.resolve(x, "")
+			if err != nil {
+				return nil, false
+			}
+			return c.rewriteNot(t, depth+1)
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			n, ok := num()
+			if !ok {
+				return nil, false
+			}
+			flip := map[string]string{"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+				"exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}[k]
+			return typed("number", flip, n)
+		case "minLength", "minItems", "minProperties":
+			n, ok := count()
+			if !ok {
+				return nil, false
+			}
+			if n == 0 {
+				return false, true
+			}
+			t := map[string]string{"minLength": "string", "minItems": "array", "minProperties": "object"}[k]
+			return typed(t, "max"+k[3:], json.Number(strconv.Itoa(n-1)))
+		case "maxLength", "maxItems", "maxProperties":
+			n, ok := count()
+			if !ok {
+				return nil, false
+			}
+			t := map[string]string{"maxLength": "string", "maxItems": "array", "maxProperties": "object"}[k]
+			return typed(t, "min"+k[3:], json.Number(strconv.Itoa(n+1)))
+		case "properties":
+			props, ok := v.(*object)
+			if !ok {
+				return nil, false
+			}
+			var alts []any
+			for _, p := range props.keys {
+				neg, ok := c.rewriteNot(props.vals[p], depth+1)
+				if !ok {
+					return nil, false
+				}
+				if neg == false {
+					continue
+				}
+				ps := newObject()
+				ps.set(p, neg)
+				o := newObject()
+				o.set("type", "object")
+				o.set("required", []any{p})
+				o.set("properties", ps)
+				alts = append(alts, o)
+			}
+			if len(alts) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("anyOf", alts)
+			return o, true
+		case "type":
+			if depth == 0 {
+				return nil, false // visitFlat's notTypes
+			}
+			ex, _, ok := notTypes(x)
+			if !ok {
+				return nil, false
+			}
+			rest, ok := removeTypes(allTypes, ex)
+			if !ok {
+				return nil, false
+			}
+			if len(rest) == 0 {
+				return false, true
+			}
+			o := newObject()
+			o.set("type", toAny(rest))
+			return o, true
+		case "required":
+			names, ok := v.([]any)
+			if !ok || len(names) == 0 {
+				return nil, false
+			}
+			var alts []any
+			for _, n := range names {
+				name, ok := n.(string)
+				if !ok {
+					return nil, false
+				}
+				props := newObject()
+				props.set(name, false)
+				a := newObject()
+				a.set("properties", props)
+				alts = append(alts, a)
+			}
+			o := newObject()
+			o.set("type", "object")
+			if len(alts) == 1 {
+				o.set("properties", alts[0].(*object).vals["properties"])
+			} else {
+				o.set("anyOf", alts)
+			}
+			return o, true
+		case "anyOf", "allOf":
+			subs, ok := v.([]any)
+			if !ok || len(subs) == 0 {
+				return nil, false
+			}
+			var out []any
+			for _, sub := range subs {
+				rw, ok := c.rewriteNot(sub, depth+1)
+				if !ok {
+					return nil, false
+				}
+				out = append(out, rw)
+			}
+			o := newObject()
+			if k == "anyOf" {
+				o.set("allOf", out)
+			} else {
+				o.set("anyOf", out)
+			}
+			return o, true
+		}
+	}
+	return nil, false
 }

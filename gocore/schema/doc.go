@@ -21,11 +21,26 @@
 // escapes except for control characters, no "\/"); bounded numbers take no
 // exponent; the root value has no surrounding whitespace; lone UTF-16 surrogate
 // escapes are never produced; a schema without "type" is limited to the types
-// its keywords are about ({"properties": ...} means an object), and
-// patternProperties without additionalProperties: false leaves out the keys
-// that match no pattern; string lengths above 5000 and item counts above 2000
-// are capped. "not" is enforced in the forms not {}, not true and
-// not {"type": ...}; other forms are refused.
+// its keywords are about ({"properties": ...} means an object); maxLength above
+// the length cap (DefaultLengthCap, WithLengthCap) is lowered to it and listed
+// in the returned []Ignored with Narrowed set, and item counts above 2000 are
+// capped. "not" is enforced in the forms not {}, not true and not {"type": ...};
+// other forms are refused. A "format" that JSON Schema does not define
+// ("semver", "path", ...) is unknown vocabulary, which validators ignore: it
+// constrains nothing; a defined format the converter cannot write is refused.
+//
+// Automata (dfa.go) decide what the syntax tree of a regex cannot: a pattern
+// together with minLength/maxLength is the product of the pattern's automaton
+// with a counter; patternProperties split property names into regions (the
+// patterns a name matches, or none, and not a named property), each with its
+// own value schema (the allOf of the patterns it matches, or
+// additionalProperties), so differently typed patterns are enforced per key and
+// a false pattern forbids its keys. Enum and const sets are written as
+// prefix-factored tries, and long runs of optional properties in blocks entered
+// through key tries, so that their grammars stay linear and their states hold
+// few stacks. A schema that accepts no finite instance (a definition that must
+// contain itself), a $ref to one, or a const/enum with a lone surrogate is a
+// *SchemaError naming the pointer.
 //
 // Numbers: integer bounds become exact digit-range grammars (no leading zeros,
 // no -0); number bounds that are integers are exact too (the fraction is split

@@ -25,16 +25,23 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("schema: at %s: %q: %s", ptr, e.Keyword, e.Msg)
 }
 
-// Ignored is a keyword that the Lenient option let through unenforced: the
-// grammar accepts instances that this keyword would have rejected.
+// Ignored is a keyword that the grammar does not enforce as written. Usually
+// the Lenient option let it through unenforced: the grammar accepts instances
+// that this keyword would have rejected. With Narrowed set it is the other
+// way round, in every mode: a cap (WithLengthCap) made the grammar refuse
+// instances the keyword allows; the grammar stays sound.
 type Ignored struct {
-	Keyword string // the JSON Schema keyword
-	Pointer string // JSON pointer of the schema holding it
-	Reason  string // why it could not be enforced
+	Keyword  string // the JSON Schema keyword
+	Pointer  string // JSON pointer of the schema holding it
+	Reason   string // why it could not be enforced
+	Narrowed bool   // the grammar is narrower than the keyword, not wider
 }
 
 // String says where, what and why.
 func (i Ignored) String() string {
+	if i.Narrowed {
+		return fmt.Sprintf("#%s: %s narrowed (%s)", i.Pointer, i.Keyword, i.Reason)
+	}
 	return fmt.Sprintf("#%s: %s (%s)", i.Pointer, i.Keyword, i.Reason)
 }
 

@@ -81,8 +81,22 @@ func (b *builder) fixed(name, body string) string {
 	return name
 }
 
-// text writes the grammar: root first, then the other rules in definition order.
+// text writes the rules reachable from root: root first, then the others in
+// definition order. Rules that only a failed part of the conversion used (an
+// anyOf branch or a $ref target that turned out to accept nothing) are left out.
 func (b *builder) text(root string) string {
+	reach := map[string]bool{root: true}
+	work := []string{root}
+	for len(work) > 0 {
+		n := work[len(work)-1]
+		work = work[:len(work)-1]
+		forEachRef(b.rules[n], func(r string) {
+			if !reach[r] {
+				reach[r] = true
+				work = append(work, r)
+			}
+		})
+	}
 	var sb strings.Builder
 	write := func(n string) {
 		sb.WriteString(n)
@@ -92,11 +106,41 @@ func (b *builder) text(root string) string {
 	}
 	write(root)
 	for _, n := range b.order {
-		if n != root {
+		if n != root && reach[n] {
 			write(n)
 		}
 	}
 	return sb.String()
+}
+
+// forEachRef calls f with each rule name an expression refers to (skipping
+// literals, classes and token references).
+func forEachRef(x string, f func(string)) {
+	for i := 0; i < len(x); i++ {
+		switch c := x[i]; {
+		case c == '"' || c == '[' || c == '<':
+			end := byte('"')
+			if c == '[' {
+				end = ']'
+			} else if c == '<' {
+				end = '>'
+			}
+			for i++; i < len(x) && x[i] != end; i++ {
+				if x[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			j := i
+			for j < len(x) && (x[j] == '-' || x[j] >= 'a' && x[j] <= 'z' || x[j] >= 'A' && x[j] <= 'Z' || x[j] >= '0' && x[j] <= '9') {
+				j++
+			}
+			if k := x[i]; !(k >= '0' && k <= '9') || i == 0 || x[i-1] != '{' && x[i-1] != ',' {
+				f(x[i:j])
+			}
+			i = j - 1
+		}
+	}
 }
 
 // ruleName keeps letters, digits and '-' of s (GBNF rule names), mapping others

@@ -28,6 +28,14 @@ func (o *object) get(k string) (any, bool) {
 	return v, ok
 }
 
+// names are the keys of o (nil for a nil object).
+func (o *object) names() []string {
+	if o == nil {
+		return nil
+	}
+	return o.keys
+}
+
 func (o *object) has(k string) bool { _, ok := o.get(k); return ok }
 
 func (o *object) set(k string, v any) {
@@ -60,10 +68,15 @@ func (o *object) clone() *object {
 
 // decodeJSON parses one JSON value: objects become *object, numbers json.Number,
 // arrays []any, and strings, booleans and null as encoding/json makes them.
+//
+// A string holding a lone UTF-16 surrogate escape (\ud800 without its pair) is
+// kept in WTF-8 (the surrogate's three-byte encoding), not replaced by U+FFFD as
+// encoding/json does: such a string is invalid UTF-8, which lets the converter
+// refuse it where it would have to be generated (see loneSurrogate).
 func decodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	v, err := decodeValue(&jsonReader{dec: dec, data: data}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +88,120 @@ func decodeJSON(data []byte) (any, error) {
 
 const maxJSONDepth = 512
 
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
+// jsonReader reads tokens and, for strings that encoding/json decoded with a
+// replacement character, re-decodes their raw text (see decodeJSON).
+type jsonReader struct {
+	dec  *json.Decoder
+	data []byte
+}
+
+func (r *jsonReader) token() (json.Token, error) {
+	start := r.dec.InputOffset()
+	tok, err := r.dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := tok.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
+		end := r.dec.InputOffset()
+		if start >= 0 && end <= int64(len(r.data)) && start < end {
+			raw := r.data[start:end]
+			if q := bytes.IndexByte(raw, '"'); q >= 0 && len(raw)-q >= 2 {
+				return decodeWTF8(raw[q+1 : len(raw)-1]), nil
+			}
+		}
+	}
+	return tok, nil
+}
+
+// decodeWTF8 decodes the text between the quotes of a valid JSON string, as
+// encoding/json does except that a lone surrogate escape becomes its WTF-8
+// bytes (ED A0 80 for \ud800) instead of U+FFFD.
+func decodeWTF8(raw []byte) string {
+	var b []byte
+	hex4 := func(i int) (rune, bool) {
+		if i+4 > len(raw) {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(raw[i:i+4]), 16, 32)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			r, n := utf8.DecodeRune(raw[i:])
+			b = utf8.AppendRune(b, r) // invalid UTF-8 becomes U+FFFD, as in encoding/json
+			i += n
+			continue
+		}
+		if i+1 >= len(raw) {
+			break
+		}
+		e := raw[i+1]
+		i += 2
+		switch e {
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := hex4(i)
+			if !ok {
+				b = utf8.AppendRune(b, utf8.RuneError)
+				continue
+			}
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+				if lo, ok := hex4(i + 2); ok && lo >= 0xDC00 && lo < 0xE000 {
+					b = utf8.AppendRune(b, 0x10000+(r-0xD800)<<10+(lo-0xDC00))
+					i += 6
+					continue
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				b = append(b, byte(0xE0|r>>12), byte(0x80|(r>>6)&0x3F), byte(0x80|r&0x3F))
+				continue
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			b = append(b, e)
+		}
+	}
+	return string(b)
+}
+
+// loneSurrogate reports whether a decoded value holds a string (or an object
+// key) with a lone surrogate, which no valid JSON text can contain.
+func loneSurrogate(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return !utf8.ValidString(v)
+	case []any:
+		for _, x := range v {
+			if loneSurrogate(x) {
+				return true
+			}
+		}
+	case *object:
+		for _, k := range v.keys {
+			if !utf8.ValidString(k) || loneSurrogate(v.vals[k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func decodeValue(dec *jsonReader, depth int) (any, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
 	}
-	tok, err := dec.Token()
+	tok, err := dec.token()
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +210,8 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 		switch t {
 		case '{':
 			o := newObject()
-			for dec.More() {
-				kt, err := dec.Token()
+			for dec.dec.More() {
+				kt, err := dec.token()
 				if err != nil {
 					return nil, err
 				}
@@ -100,20 +222,20 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				}
 				o.set(k, v)
 			}
-			if _, err := dec.Token(); err != nil {
+			if _, err := dec.dec.Token(); err != nil {
 				return nil, err
 			}
 			return o, nil
 		case '[':
 			a := []any{}
-			for dec.More() {
+			for dec.dec.More() {
 				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
 				a = append(a, v)
 			}
-			if _, err := dec.Token(); err != nil {
+			if _, err := dec.dec.Token(); err != nil {
 				return nil, err
 			}
 			return a, nil
@@ -211,13 +333,21 @@ func writeCanonical(b *strings.Builder, v any, normNum bool) {
 }
 
 // jsonQuote writes s as a JSON string with the fewest escapes: \" \\ and the
-// control characters (short forms where JSON has them, else \u00xx). Invalid
-// UTF-8 becomes U+FFFD.
+// control characters (short forms where JSON has them, else \u00xx). A lone
+// surrogate kept by decodeJSON is written as its \uXXXX escape (for messages:
+// grammars never contain one); other invalid UTF-8 becomes U+FFFD.
 func jsonQuote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 && i+3 <= len(s) && s[i] == 0xED && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2]&0xC0 == 0x80 {
+			fmt.Fprintf(&b, `\u%04x`, rune(s[i]&0x0F)<<12|rune(s[i+1]&0x3F)<<6|rune(s[i+2]&0x3F))
+			i += 3
+			continue
+		}
 		b.WriteString(jsonEscapeRune(r))
+		i += n
 	}
 	b.WriteByte('"')
 	return b.String()

@@ -28,6 +28,20 @@ func isStringFormat(f string) bool {
 	return ok
 }
 
+// assertedFormat reports the formats that JSON Schema defines (draft 3 to
+// 2020-12) and that validators check: a format the converter cannot write is
+// refused only if it is one of these. Any other format is unknown vocabulary,
+// which validators ignore, and so does the converter.
+func assertedFormat(f string) bool {
+	switch f {
+	case "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
+		"ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
+		"json-pointer", "relative-json-pointer", "regex", "host-name", "ip-address", "color", "utc-millisec":
+		return true
+	}
+	return false
+}
+
 // numericFormats are OpenAPI formats of numbers: ranges for integers, nothing
 // for floats.
 var numericFormats = map[string][2]string{

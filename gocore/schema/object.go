@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
 )
@@ -63,6 +65,11 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	}
 	propNames, hasPropNames := o.get("propertyNames")
 
+	for _, n := range append(append([]string(nil), props.names()...), reqOrder...) {
+		if !utf8.ValidString(n) {
+			return "", c.errorf("properties", ptr, "the property name %s holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair): no valid JSON text contains it", jsonQuote(n))
+		}
+	}
 	// named properties
 	var named []namedProp
 	seen := map[string]bool{}
@@ -93,9 +100,12 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			named = append(named, namedProp{n, s, true, ptr + "/required"})
 		}
 	}
-	// patterns must not match named properties (their values would need both schemas)
+	// a named property whose name matches patterns must satisfy their schemas too
 	if patterns != nil {
-		for _, np := range named {
+		for i := range named {
+			if named[i].ptr == ptr+"/required" {
+				continue // its schema already comes from the patterns
+			}
 			for _, p := range patterns.keys {
 				re, err := ecmaRegexp(p)
 				if err != nil {
@@ -104,10 +114,8 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 					}
 					continue
 				}
-				if re.MatchString(np.name) {
-					if err := c.unsupported("patternProperties", ptr, "pattern "+strconv.Quote(p)+" also matches the named property "+strconv.Quote(np.name)); err != nil {
-						return "", err
-					}
+				if re.MatchString(named[i].name) {
+					named[i].schema = allOfSchema(named[i].schema, patterns.vals[p])
 				}
 			}
 		}
@@ -139,7 +147,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 		allNames[i] = np.name
 	}
 	ws := c.ws()
-	var kvs []string
+	var kvs, vals []string
 	var kept []namedProp
 	for _, np := range named {
 		if np.schema == false {
@@ -156,6 +164,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			return "", err
 		}
 		kvs = append(kvs, seq(gbnf.QuoteLiteral(jsonQuote(np.name)), ws, gbnf.QuoteLiteral(":"), ws, v))
+		vals = append(vals, v)
 		kept = append(kept, np)
 	}
 	named = kept
@@ -164,7 +173,19 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	addKV := ""
 	switch {
 	case patterns != nil:
-		// keys matching a pattern; other unnamed keys are left out (narrower, sound)
+		if hasPropNames && propNames != true {
+			break // cannot intersect key patterns with propertyNames: leave them out
+		}
+		kv, ok, err := c.patternKV(patterns, addl, allNames, ptr, hint)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			addKV = kv
+			break
+		}
+		// keys matching a pattern, all values satisfying every pattern's
+		// schema; other unnamed keys are left out (narrower, sound)
 		var keyAlts []string
 		var vs any
 		for _, p := range patterns.keys {
@@ -254,8 +275,9 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	if kvs == nil && addKV != "" {
 		kvs = []string{}
 	}
-	ob := &objBuilder{c: c, named: named, kvs: kvs, addKV: addKV, minP: minP, maxP: maxP, cnt: cnt,
-		memo: map[[2]int]objState{}, hint: hint}
+	ob := &objBuilder{c: c, named: named, kvs: kvs, vals: vals, addKV: addKV, minP: minP, maxP: maxP, cnt: cnt,
+		memo: map[[2]int]objState{}, skipMemo: map[[2]int]objState{}, hint: hint}
+	ob.planBlocks()
 	body, ok := ob.state(0, 0)
 	if !ok {
 		return "", c.unsatf("minProperties", ptr, "no object satisfies the property counts")
@@ -271,15 +293,123 @@ type objState struct {
 // objBuilder writes the properties after the i-th named one, having written n
 // so far (n capped at cnt): a chain of rules linear in the number of
 // properties (times the count cap), however many are optional.
+//
+// A long run of optional properties would make that chain a choice among all
+// the properties left: as many stacks after every comma (10,000 optional
+// properties exceeded the engine's stack limit at the first byte). Such runs
+// are cut into blocks of about sqrt(run) properties: within its block the
+// chain goes on, and skipping the rest of a block leads to the later blocks,
+// each entered through a key trie (one stack per block). A state then holds
+// about 2*sqrt(run) stacks, and the grammar stays linear.
 type objBuilder struct {
 	c          *conv
 	named      []namedProp
 	kvs        []string
+	vals       []string // value grammar of each named property
 	addKV      string
 	minP, maxP int
 	cnt        int
 	memo       map[[2]int]objState
+	skipMemo   map[[2]int]objState
 	hint       string
+	// blockEnd[i] > 0: i starts a block of a long optional run, which ends
+	// before blockEnd[i]; runEnd[i] is the end of that run.
+	blockEnd, runEnd []int
+}
+
+// blockRun is the length above which a run of optional properties is cut into blocks.
+const blockRun = 32
+
+// planBlocks finds the long runs of optional properties and their blocks.
+func (ob *objBuilder) planBlocks() {
+	n := len(ob.named)
+	for s := 0; s < n; {
+		if ob.named[s].required {
+			s++
+			continue
+		}
+		e := s
+		for e < n && !ob.named[e].required {
+			e++
+		}
+		if e-s > blockRun {
+			if ob.blockEnd == nil {
+				ob.blockEnd, ob.runEnd = make([]int, n+1), make([]int, n+1)
+			}
+			size := 8
+			for size*size < e-s {
+				size++
+			}
+			for b := s; b < e; b += size {
+				ob.blockEnd[b] = min(b+size, e)
+				for i := b; i < min(b+size, e); i++ {
+					ob.runEnd[i] = e
+				}
+			}
+		}
+		s = e
+	}
+}
+
+// absent is what follows when property i is left out, having written n.
+func (ob *objBuilder) absent(i, n int) (string, bool) {
+	if ob.blockEnd != nil && ob.runEnd[i] > 0 && ob.blockEnd[i+1] > 0 {
+		return ob.skip(i+1, n)
+	}
+	return ob.state(i+1, n)
+}
+
+// skip: the properties from block start b on (b may be the end of the run),
+// having written n: the first one written is in some block at or after b,
+// found through that block's key trie.
+func (ob *objBuilder) skip(b, n int) (string, bool) {
+	key := [2]int{b, n}
+	if s, ok := ob.skipMemo[key]; ok {
+		return s.expr, s.ok
+	}
+	var alts []string
+	next, nextOK := "", false
+	if ob.blockEnd[b] == 0 {
+		next, nextOK = ob.state(b, n) // the end of the run
+	} else {
+		next, nextOK = ob.skip(ob.blockEnd[b], n)
+		if ob.maxP < 0 || n < ob.maxP {
+			ws := ob.c.ws()
+			var texts, conts []string
+			for j := b; j < ob.blockEnd[b]; j++ {
+				after, ok := ob.state(j+1, min(n+1, ob.cnt))
+				if !ok {
+					continue
+				}
+				texts = append(texts, jsonQuote(ob.named[j].name))
+				conts = append(conts, seq(ws, gbnf.QuoteLiteral(":"), ws, ob.vals[j], ws, after))
+			}
+			if len(texts) > 0 {
+				sep := ""
+				if n > 0 {
+					sep = seq(gbnf.QuoteLiteral(","), ws)
+				}
+				alts = append(alts, seq(sep, ob.c.trie(texts, conts, ob.hint+"-b")))
+			}
+		}
+	}
+	var expr string
+	ok := len(alts) > 0 || nextOK
+	switch {
+	case len(alts) == 0:
+		expr = next
+	case !nextOK:
+		expr = alts[0]
+	case next == "":
+		expr = opt(alts[0])
+	default:
+		expr = "(" + alts[0] + " | " + next + ")"
+	}
+	if ok && len(expr) > 48 {
+		expr = ob.c.b.rule(ob.hint+"-s"+strconv.Itoa(b), expr)
+	}
+	ob.skipMemo[key] = objState{expr, ok}
+	return expr, ok
 }
 
 func (ob *objBuilder) state(i, n int) (string, bool) {
@@ -337,7 +467,7 @@ func (ob *objBuilder) build(i, n int) (string, bool) {
 	absent := ""
 	absentOK := false
 	if !np.required {
-		absent, absentOK = ob.state(i+1, n)
+		absent, absentOK = ob.absent(i, n)
 	}
 	switch {
 	case len(alts) == 0 && !absentOK:
@@ -454,4 +584,123 @@ func (c *conv) keyExcept(names []string, hint string) string {
 		return c.b.rule("k", alt(alts))
 	}
 	return seq(gbnf.QuoteLiteral(`"`), write(root))
+}
+
+// maxPatternRegions bounds the patterns whose overlaps patternKV works out.
+const maxPatterns = 8
+
+// patternKV writes the additional key-value pairs of an object with
+// patternProperties exactly: a key that matches the patterns in a set S (and
+// no other, and is not a named property) takes a value satisfying the schemas
+// of S; a key that matches none takes additionalProperties. Each such region
+// of keys is an automaton (the product of the patterns' automata and of the
+// named properties' trie), so the key grammar decides the value's schema.
+// ok is false when the automata would be too large (or a pattern cannot be
+// made one) and the patterns all have the same schema: the caller then uses
+// the narrower union of the patterns. Differing schemas are then refused.
+func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint string) (string, bool, error) {
+	k := len(patterns.keys)
+	var ds []*dfa
+	var why error
+	if k > maxPatterns {
+		why = fmt.Errorf("more than %d patterns", maxPatterns)
+	}
+	for _, p := range patterns.keys {
+		if why != nil {
+			break
+		}
+		d, err := patternDFA(p)
+		if err != nil {
+			why = err
+			break
+		}
+		ds = append(ds, d.minimize())
+	}
+	nd := namesDFA(names)
+	sigOf := func(states []int32) int {
+		if s := states[k]; s >= 0 && nd.states[s].accept {
+			return -1 // a named property
+		}
+		sig := 0
+		for i := 0; i < k; i++ {
+			if s := states[i]; s >= 0 && ds[i].states[s].accept {
+				sig |= 1 << i
+			}
+		}
+		return sig
+	}
+	always := func([]int32) bool { return true }
+	sigs := map[int]bool{}
+	if why == nil {
+		all := append(append([]*dfa(nil), ds...), nd)
+		if _, err := product(all, func(st []int32) bool { sigs[sigOf(st)] = true; return false }, always, 0, -1); err != nil {
+			why = err
+		}
+	}
+	if why != nil {
+		same := true
+		for _, p := range patterns.keys {
+			if valueKey(patterns.vals[p]) != valueKey(patterns.vals[patterns.keys[0]]) {
+				same = false
+			}
+		}
+		if same {
+			return "", false, nil
+		}
+		if err := c.unsupported("patternProperties", ptr, "patterns with different schemas whose overlaps cannot be worked out ("+why.Error()+")"); err != nil {
+			return "", false, err
+		}
+		return "", false, nil
+	}
+	order := make([]int, 0, len(sigs))
+	for s := range sigs {
+		if s >= 0 {
+			order = append(order, s)
+		}
+	}
+	sort.Ints(order)
+	all := append(append([]*dfa(nil), ds...), nd)
+	ws := c.ws()
+	var alts []string
+	for _, sig := range order {
+		var vs any
+		wptr := ptr + "/additionalProperties"
+		if sig == 0 {
+			vs = addl
+		} else {
+			for i, p := range patterns.keys {
+				if sig&(1<<i) != 0 {
+					vs = allOfSchema(vs, patterns.vals[p])
+					wptr = ptr + "/patternProperties/" + escPtr(p)
+				}
+			}
+		}
+		if vs == nil {
+			vs = true
+		}
+		if vs == false {
+			continue
+		}
+		region, err := product(all, func(st []int32) bool { return sigOf(st) == sig }, always, 0, -1)
+		if err != nil {
+			return "", false, err
+		}
+		if region.empty() {
+			continue
+		}
+		v, err := c.visit(vs, wptr, hint+"-v")
+		if err != nil {
+			if isUnsat(err) {
+				continue
+			}
+			return "", false, err
+		}
+		rc := &regexConv{b: c.b, json: true}
+		key := seq(gbnf.QuoteLiteral(`"`), region.minimize().grammar(rc, hint+"-key"), gbnf.QuoteLiteral(`"`))
+		alts = append(alts, seq(key, ws, gbnf.QuoteLiteral(":"), ws, v))
+	}
+	if len(alts) == 0 {
+		return "", true, nil
+	}
+	return c.named(hint+"-kv", alt(alts)), true, nil
 }

@@ -47,10 +47,27 @@ type config struct {
 	strictObjects bool
 	llamaCompat   bool
 	maxIntDigits  int // 0: unbounded
+	lengthCap     int // 0: none
+}
+
+// DefaultLengthCap is the largest minLength or maxLength written as a count in
+// a grammar unless WithLengthCap says otherwise. It exists because counted
+// repetitions used to be unrolled by the engine; with constant-size counted
+// repetitions it can be lifted (WithLengthCap(0)).
+const DefaultLengthCap = 5000
+
+// WithLengthCap sets the length cap (default DefaultLengthCap; n <= 0: no cap).
+// A maxLength above it is lowered to it (the grammar then refuses longer
+// strings, and FromJSONSchema lists it in []Ignored with Narrowed set); a
+// minLength above it is a *SchemaError.
+func WithLengthCap(n int) Option {
+	return func(c *config) {
+		c.lengthCap = max(n, 0)
+	}
 }
 
 func newConfig(opts []Option) config {
-	var c config
+	c := config{lengthCap: DefaultLengthCap}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)

@@ -2,8 +2,11 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"regexp/syntax"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -83,6 +86,11 @@ func (c *conv) visitFlat(o *object, ptr, hint string) (string, error) {
 		}
 	}
 	if o.has("enum") || o.has("const") {
+		if !o.has("type") {
+			// the values say which types: keywords of other types do not
+			// narrow them (an empty array satisfies "properties")
+			types = allTypes
+		}
 		return c.enumExpr(o, types, ptr, hint)
 	}
 	if err := c.checkUnsupported(o, types, ptr); err != nil {
@@ -303,13 +311,16 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 	}
 	var kinds []string
 	for _, v := range vals {
+		if loneSurrogate(v) {
+			return "", c.errorf(kw, ptr, "the value %s holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair): no valid JSON text contains it", canonical(v))
+		}
 		kinds = append(kinds, jsonKind(v))
 	}
 	if err := c.checkUnsupported(o, kinds, ptr); err != nil {
 		return "", err
 	}
 	seen := map[string]bool{}
-	var alts []string
+	var alts, scalars []string
 	for _, v := range vals {
 		k := jsonKind(v)
 		if !hasType(types, k) && !(k == "integer" && hasType(types, "number")) {
@@ -325,16 +336,106 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 		if !ok {
 			continue
 		}
-		x := c.literal(v)
-		if !seen[x] {
-			seen[x] = true
-			alts = append(alts, x)
+		switch v.(type) {
+		case []any, *object:
+			x := c.literal(v)
+			if !seen[x] {
+				seen[x] = true
+				alts = append(alts, x)
+			}
+		default:
+			scalars = append(scalars, canonical(v))
 		}
+	}
+	if len(scalars) > 0 {
+		alts = append(alts, c.literalTrie(scalars, hint))
 	}
 	if len(alts) == 0 {
 		return "", c.unsatf(kw, ptr, "no value of the enum/const satisfies the schema")
 	}
 	return c.named(hint, alt(alts)), nil
+}
+
+// literalTrie is the grammar of a set of texts written as a prefix-factored
+// alternation: at every point the next character decides the branch, so the
+// engine follows one stack whatever the number of texts, and the grammar's
+// size is linear in theirs (100,000 enum strings compile in one pass, where a
+// flat alternation of as many literals would be as many stacks at the first
+// character). Branching points become rules (identical suffixes share one).
+func (c *conv) literalTrie(texts []string, hint string) string {
+	return c.trie(texts, nil, hint)
+}
+
+// trie writes texts as a prefix-factored alternation (see literalTrie); with
+// conts, text i is followed by the expression conts[i] (texts must then be
+// distinct).
+func (c *conv) trie(texts, conts []string, hint string) string {
+	type item struct{ text, cont string }
+	items := make([]item, len(texts))
+	for i, t := range texts {
+		items[i].text = t
+		if conts != nil {
+			items[i].cont = conts[i]
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].text < items[j].text })
+	items = slices.CompactFunc(items, func(a, b item) bool { return a.text == b.text })
+	var build func(ts []item, depth int) string
+	build = func(ts []item, depth int) string {
+		var alts []string
+		end := len(ts[0].text) == depth
+		if end {
+			if ts[0].cont != "" {
+				alts = append(alts, ts[0].cont)
+				end = false
+			}
+			ts = ts[1:]
+		}
+		for len(ts) > 0 {
+			r, _ := utf8.DecodeRuneInString(ts[0].text[depth:])
+			n := 1
+			for n < len(ts) {
+				r2, _ := utf8.DecodeRuneInString(ts[n].text[depth:])
+				if r2 != r {
+					break
+				}
+				n++
+			}
+			grp := ts[:n]
+			ts = ts[n:]
+			first, last := grp[0].text[depth:], grp[len(grp)-1].text[depth:]
+			l := 0
+			for l < len(first) && l < len(last) && first[l] == last[l] {
+				l++
+			}
+			for l < len(first) && !utf8.RuneStart(first[l]) {
+				l--
+			}
+			if len(grp) == 1 {
+				l = len(first)
+			}
+			alts = append(alts, seq(gbnf.QuoteLiteral(first[:l]), build(grp, depth+l)))
+		}
+		switch {
+		case len(alts) == 0:
+			return ""
+		case end && len(alts) == 1:
+			return opt(alts[0])
+		case end:
+			return c.b.rule(hint+"-t", alt(alts)) + "?"
+		case len(alts) == 1:
+			return alts[0]
+		}
+		return c.b.rule(hint+"-t", alt(alts))
+	}
+	if len(items) == 0 {
+		return noMatch
+	}
+	x := build(items, 0)
+	if x == "" {
+		return `""`
+	}
+	return x
 }
 
 // checkValue reports whether the constant v satisfies o's type-specific
@@ -359,8 +460,40 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 				return false, true
 			}
 		}
-		if o.has("format") {
-			return false, false
+		if fv, has := o.get("format"); has {
+			if fs, _ := fv.(string); assertedFormat(fs) || isStringFormat(fs) {
+				return false, false
+			}
+		}
+		more, _ := o.vals[morePatternsKey].([]any)
+		for _, p := range more {
+			ps, _ := p.(string)
+			re, err := ecmaRegexp(ps)
+			if err != nil {
+				return false, false
+			}
+			if !re.MatchString(v) {
+				return false, true
+			}
+		}
+		nots, _ := o.vals[notStringsKey].([]any)
+		for _, n := range nots {
+			switch n := n.(type) {
+			case string:
+				re, err := ecmaRegexp(n)
+				if err != nil {
+					return false, false
+				}
+				if re.MatchString(v) {
+					return false, true
+				}
+			case []any:
+				for _, x := range n {
+					if x == v {
+						return false, true
+					}
+				}
+			}
 		}
 		return true, true
 	case json.Number:
@@ -399,17 +532,10 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 			}
 		}
 		return true, true
-	case []any, *object:
-		fam := "object"
-		if _, isArr := v.([]any); isArr {
-			fam = "array"
-		}
-		for _, k := range o.keys {
-			if familyOf(k) == fam {
-				return false, false
-			}
-		}
-		return true, true
+	case *object:
+		return c.checkObjectConst(v, o)
+	case []any:
+		return c.checkArrayConst(v, o)
 	}
 	return true, true
 }
@@ -592,11 +718,26 @@ func decimalPower(r *big.Rat) (int, bool) {
 
 // ---- strings ----
 
-// maxStringRepeat bounds the repetition counts written for string lengths.
-const (
-	maxMinLength = 2000
-	maxMaxLength = 5000
-)
+// capLength applies the length cap (WithLengthCap) to a maxLength that the
+// grammar must write as a count: above it the grammar refuses the longer
+// strings (still sound, but narrower than the schema), and the cap is listed
+// in the returned []Ignored with Narrowed set, in every mode.
+func (c *conv) capLength(maxL int, ptr string) int {
+	lc := c.cfg.lengthCap
+	if lc <= 0 || maxL <= lc {
+		return maxL
+	}
+	c.noteNarrowed("maxLength", ptr, fmt.Sprintf("maxLength %d is above the length cap %d (WithLengthCap): strings longer than %d characters are refused", maxL, lc, lc))
+	return lc
+}
+
+// minLengthTooLarge fails a minLength above the length cap.
+func (c *conv) minLengthTooLarge(minL int, ptr string) error {
+	if lc := c.cfg.lengthCap; lc > 0 && minL > lc {
+		return c.errorf("minLength", ptr, "minLength %d is above the length cap %d (WithLengthCap): the grammar would write that many copies", minL, lc)
+	}
+	return nil
+}
 
 func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 	minL, err := c.countKeyword(o, "minLength", ptr, 0)
@@ -626,9 +767,24 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 			}
 			return seq(q, formatRef(c.b, f), q), nil
 		}
-		if err := c.unsupported("format", ptr, "unknown format "+strconv.Quote(fs)); err != nil {
+		if assertedFormat(fs) {
+			if err := c.unsupported("format", ptr, "format "+strconv.Quote(fs)+" cannot be enforced"); err != nil {
+				return "", err
+			}
+		}
+		// other formats are annotations: validators ignore formats they do not know
+	}
+	if o.has(morePatternsKey) || o.has(notStringsKey) {
+		if o.has("format") {
+			if err := c.unsupported("format", ptr, "a format together with negated or several patterns cannot be enforced"); err != nil {
+				return "", err
+			}
+		}
+		body, err := c.stringDFA(o, minL, maxL, ptr)
+		if err != nil {
 			return "", err
 		}
+		return seq(q, group(body), q), nil
 	}
 	if pv, ok := o.get("pattern"); ok {
 		ps, isStr := pv.(string)
@@ -641,12 +797,10 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 		}
 		return seq(q, group(body), q), nil
 	}
-	if minL > maxMinLength {
-		return "", c.errorf("minLength", ptr, "minLength %d is larger than %d, the most a grammar here may require", minL, maxMinLength)
+	if err := c.minLengthTooLarge(minL, ptr); err != nil {
+		return "", err
 	}
-	if maxL > maxMaxLength {
-		maxL = maxMaxLength // a narrower grammar: still sound
-	}
+	maxL = c.capLength(maxL, ptr)
 	if minL == 0 && maxL < 0 {
 		return primRef(c.b, "string"), nil
 	}
@@ -676,11 +830,21 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 		lo, hi := patternLen(re)
 		if !(lo >= minL && (maxL < 0 || hi >= 0 && hi <= maxL)) {
 			if x, ok, err := c.lengthPattern(rc, re, minL, maxL); err != nil {
+				if isUnsat(err) {
+					return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
+				}
 				return fail(err)
 			} else if ok {
 				return x, nil
 			}
-			if err := c.unsupported("maxLength", ptr, "length limits together with this pattern cannot be enforced"); err != nil {
+			if err := c.minLengthTooLarge(minL, ptr); err != nil {
+				return "", err
+			}
+			x, err := c.lengthDFA(rc, p, minL, c.capLength(maxL, ptr), ptr)
+			if err == nil || isUnsat(err) {
+				return x, err
+			}
+			if err := c.unsupported("maxLength", ptr, "length limits together with this pattern cannot be enforced: "+err.Error()); err != nil {
 				return "", err
 			}
 		}
@@ -690,6 +854,107 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 		return fail(err)
 	}
 	return x, nil
+}
+
+// lengthDFA intersects a pattern's automaton with the length limits (a
+// counter of code points beside each state) and writes the result.
+func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (string, error) {
+	d, err := patternDFA(p)
+	if err != nil {
+		return "", err
+	}
+	d = d.minimize()
+	ld, err := product([]*dfa{d}, func(s []int32) bool { return d.states[s[0]].accept }, nil, minL, maxL)
+	if err != nil {
+		return "", err
+	}
+	if ld.empty() {
+		return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
+	}
+	return ld.minimize().grammar(rc, "pattern"), nil
+}
+
+// stringDFA writes the strings that match every pattern (pattern and
+// morePatterns), none of the negated patterns or strings (notStrings), within
+// the length limits, as one automaton.
+func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) {
+	var pos, neg []*dfa
+	var pats []any
+	if pv, ok := o.get("pattern"); ok {
+		pats = append(pats, pv)
+	}
+	more, _ := o.vals[morePatternsKey].([]any)
+	pats = append(pats, more...)
+	fail := func(kw string, err error) (string, error) {
+		if uerr := c.unsupported(kw, ptr, err.Error()); uerr != nil {
+			return "", uerr
+		}
+		return repeat(primRef(c.b, "char"), 0, -1), nil
+	}
+	for _, p := range pats {
+		ps, ok := p.(string)
+		if !ok {
+			return "", c.errorf("pattern", ptr, "must be a string")
+		}
+		d, err := patternDFA(ps)
+		if err != nil {
+			return fail("pattern", err)
+		}
+		pos = append(pos, d.minimize())
+	}
+	nots, _ := o.vals[notStringsKey].([]any)
+	for _, n := range nots {
+		switch n := n.(type) {
+		case string:
+			d, err := patternDFA(n)
+			if err != nil {
+				return fail("not", err)
+			}
+			neg = append(neg, d.minimize())
+		case []any:
+			var names []string
+			for _, x := range n {
+				if s, ok := x.(string); ok && utf8.ValidString(s) {
+					names = append(names, s)
+				}
+			}
+			neg = append(neg, namesDFA(names))
+		}
+	}
+	if err := c.minLengthTooLarge(minL, ptr); err != nil {
+		return "", err
+	}
+	if maxL >= 0 {
+		maxL = c.capLength(maxL, ptr)
+	}
+	all := append(append([]*dfa(nil), pos...), neg...)
+	np := len(pos)
+	accept := func(st []int32) bool {
+		for i, s := range st {
+			acc := s >= 0 && all[i].states[s].accept
+			if i < np && !acc || i >= np && acc {
+				return false
+			}
+		}
+		return true
+	}
+	live := func(st []int32) bool {
+		for i := 0; i < np; i++ {
+			if st[i] < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	d, err := product(all, accept, live, minL, maxL)
+	if err != nil {
+		return fail("pattern", fmt.Errorf("the patterns and limits of this string cannot be enforced together: %v", err))
+	}
+	if d.empty() {
+		return "", c.unsatf("pattern", ptr, "no string satisfies the patterns and limits together")
+	}
+	rc := &regexConv{b: c.b, json: true}
+	return d.minimize().grammar(rc, "string"), nil
 }
 
 // patternLen is the range of lengths of the strings a pattern matches (hi -1:
@@ -843,11 +1108,8 @@ func (c *conv) lengthPattern(rc *regexConv, re *syntax.Regexp, minL, maxL int) (
 	if hi >= 0 && hi < lo {
 		return "", false, c.unsatf("maxLength", "", "no string satisfies both the pattern and the length limits")
 	}
-	if lo > maxMinLength {
-		return "", false, nil
-	}
-	if hi > maxMaxLength {
-		hi = maxMaxLength
+	if lc := c.cfg.lengthCap; lc > 0 && (lo > lc || hi > lc) {
+		return "", false, nil // too long to count: the automaton decides
 	}
 	var xs []string
 	for i, q := range parts {
@@ -948,4 +1210,144 @@ func keepEqual(vals []any, cv any) []any {
 		}
 	}
 	return keep
+}
+
+// maxConstCheckDepth bounds the nesting checkConst follows.
+const maxConstCheckDepth = 16
+
+// checkConst reports whether the constant v is an instance of schema s;
+// decided is false when it cannot tell (combinators, references, ...).
+func (c *conv) checkConst(v, s any, depth int) (ok, decided bool) {
+	if depth > maxConstCheckDepth {
+		return false, false
+	}
+	switch s := s.(type) {
+	case bool:
+		return s, true
+	case *object:
+		for _, k := range s.keys {
+			switch k {
+			case "$ref", "allOf", "anyOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "dependencies", "dependentRequired", "dependentSchemas", "contains", "uniqueItems":
+				return false, false
+			}
+		}
+		if tv, has := s.get("type"); has {
+			tl := typeList(tv)
+			if tl == nil {
+				return false, false
+			}
+			if s.vals["nullable"] == true {
+				tl = append(tl, "null")
+			}
+			if k := jsonKind(v); !hasType(tl, k) && !(k == "integer" && hasType(tl, "number")) {
+				return false, true
+			}
+		}
+		if vals, has := c.constValues(s); has {
+			if len(keepEqual(vals, v)) == 0 {
+				return false, true
+			}
+		}
+		return c.checkValue(v, s)
+	}
+	return false, false
+}
+
+// checkObjectConst checks a constant object against o's object keywords.
+func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
+	for _, k := range o.keys {
+		switch k {
+		case "properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties":
+		default:
+			if familyOf(k) == "object" {
+				return false, false
+			}
+		}
+	}
+	if r, has := o.get("required"); has {
+		arr, _ := r.([]any)
+		for _, n := range arr {
+			if name, _ := n.(string); !v.has(name) {
+				return false, true
+			}
+		}
+	}
+	if m, has := intKeyword(o, "minProperties"); has && len(v.keys) < m {
+		return false, true
+	}
+	if m, has := intKeyword(o, "maxProperties"); has && len(v.keys) > m {
+		return false, true
+	}
+	props, _ := o.vals["properties"].(*object)
+	pats, _ := o.vals["patternProperties"].(*object)
+	addl, hasAddl := o.get("additionalProperties")
+	for _, k := range v.keys {
+		var subs []any
+		if ps, has := props.get(k); has {
+			subs = append(subs, ps)
+		}
+		if pats != nil {
+			for _, p := range pats.keys {
+				re, err := ecmaRegexp(p)
+				if err != nil {
+					return false, false
+				}
+				if re.MatchString(k) {
+					subs = append(subs, pats.vals[p])
+				}
+			}
+		}
+		if len(subs) == 0 && hasAddl {
+			subs = append(subs, addl)
+		}
+		for _, sub := range subs {
+			if ok, decided := c.checkConst(v.vals[k], sub, 1); !decided || !ok {
+				return ok, decided
+			}
+		}
+	}
+	return true, true
+}
+
+// checkArrayConst checks a constant array against o's array keywords.
+func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
+	for _, k := range o.keys {
+		switch k {
+		case "items", "prefixItems", "minItems", "maxItems":
+		case "uniqueItems":
+			if o.vals[k] == true {
+				return false, false
+			}
+		default:
+			if familyOf(k) == "array" {
+				return false, false
+			}
+		}
+	}
+	if m, has := intKeyword(o, "minItems"); has && len(v) < m {
+		return false, true
+	}
+	if m, has := intKeyword(o, "maxItems"); has && len(v) > m {
+		return false, true
+	}
+	pre, _ := o.vals["prefixItems"].([]any)
+	items, hasItems := o.get("items")
+	if _, isArr := items.([]any); isArr {
+		return false, false // draft-4 tuple form: flatten normalizes it; be safe
+	}
+	for i, x := range v {
+		var sub any
+		switch {
+		case i < len(pre):
+			sub = pre[i]
+		case hasItems:
+			sub = items
+		default:
+			continue
+		}
+		if ok, decided := c.checkConst(x, sub, 1); !decided || !ok {
+			return ok, decided
+		}
+	}
+	return true, true
 }

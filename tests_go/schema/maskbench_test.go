@@ -25,6 +25,9 @@ func TestMaskBenchSoundness(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("schemas %d, compiled %d, passing %d (%.1f%%), valid_rejected %d, invalid_accepted %d, conversion ms p50 %.3f p99 %.3f",
 		s.Schemas, s.Compiled, s.Passing, s.PassingPercent, s.ValidRejected, s.InvalidAccepted, s.ConversionMS.P50, s.ConversionMS.P99)
+	t.Logf("compile (schema -> compiled grammar, byte vocabulary) ms p50 %.3f p99 %.3f max %.3f, over 100 ms: %d %v",
+		s.CompileMS.P50, s.CompileMS.P99, s.CompileMS.Max, s.CompileMS.Over100ms, s.SlowCompiles)
 	t.Logf("compile errors by keyword: %v", s.CompileErrors)
+	t.Logf("valid instances rejected in: %v", s.ValidRejectedCases)
 	assert.Zero(t, s.InvalidAccepted, "invalid instances accepted in %v", s.InvalidAcceptedCases)
 }

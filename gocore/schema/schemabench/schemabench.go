@@ -52,12 +52,39 @@ type Summary struct {
 	InvalidAccepted int            `json:"invalid_accepted"`
 	CompileErrors   map[string]int `json:"compile_errors"`
 	ConversionMS    Percentiles    `json:"conversion_ms"`
-	MaskUS          *Percentiles   `json:"mask_us,omitempty"`
-	MaskCount       int            `json:"masks,omitempty"`
+	// CompileMS is schema text -> compiled grammar (conversion, parse, engine
+	// compile with a byte vocabulary) for the schemas that compiled.
+	CompileMS CompileStats `json:"compile_ms"`
+	// VocabCompileMS is schema text -> first mask with Vocab (when given).
+	VocabCompileMS *CompileStats `json:"vocab_compile_ms,omitempty"`
+	// SlowCompiles names the schemas whose CompileMS exceeded 100 ms.
+	SlowCompiles []string     `json:"slow_compiles,omitempty"`
+	MaskUS       *Percentiles `json:"mask_us,omitempty"`
+	MaskCount    int          `json:"masks,omitempty"`
 	// InvalidAcceptedCases names the schemas that accepted an invalid instance.
 	InvalidAcceptedCases []string `json:"invalid_accepted_cases,omitempty"`
 	// ValidRejectedCases names the schemas that rejected a valid instance.
 	ValidRejectedCases []string `json:"valid_rejected_cases,omitempty"`
+}
+
+// CompileStats summarizes compile times in milliseconds.
+type CompileStats struct {
+	P50       float64 `json:"p50"`
+	P99       float64 `json:"p99"`
+	Max       float64 `json:"max"`
+	Over100ms int     `json:"over_100ms"`
+}
+
+func compileStats(xs []float64) CompileStats {
+	p := percentiles(xs)
+	st := CompileStats{P50: p.P50, P99: p.P99}
+	for _, x := range xs {
+		st.Max = max(st.Max, float64(int(x*1000))/1000)
+		if x > 100 {
+			st.Over100ms++
+		}
+	}
+	return st
 }
 
 // Options configure Run.
@@ -74,7 +101,7 @@ type Options struct {
 // Run reads the corpus from r and judges every case.
 func Run(r io.Reader, opts Options) (*Summary, error) {
 	s := &Summary{CompileErrors: map[string]int{}}
-	var conv []float64
+	var conv, compiles, vcompiles []float64
 	var masks []float64
 	byteVocab := engine.ByteVocabulary{}
 	sc := bufio.NewScanner(r)
@@ -103,6 +130,11 @@ func Run(r io.Reader, opts Options) (*Summary, error) {
 			s.CompileErrors[errorKey(err)]++
 			continue
 		}
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		compiles = append(compiles, ms)
+		if ms > 100 {
+			s.SlowCompiles = append(s.SlowCompiles, c.Name)
+		}
 		s.Compiled++
 		m := gr.NewMatcher()
 		pass := true
@@ -127,9 +159,13 @@ func Run(r io.Reader, opts Options) (*Summary, error) {
 			s.Passing++
 		}
 		if opts.Vocab != nil && opts.Encode != nil {
+			vstart := time.Now()
+			g, _, _ := schema.FromJSONSchema(c.Schema, opts.Schema...)
 			pg, _ := gbnf.Parse(g)
 			tgr, err := engine.Compile(pg, opts.Vocab)
 			if err == nil {
+				tgr.NewMatcher().FillMask(make([]uint32, (opts.Vocab.Size()+31)/32))
+				vcompiles = append(vcompiles, float64(time.Since(vstart).Microseconds())/1000)
 				masks = append(masks, timeMasks(tgr, c, opts)...)
 			}
 		}
@@ -144,6 +180,11 @@ func Run(r io.Reader, opts Options) (*Summary, error) {
 		s.PassingPercent = float64(int(1000*float64(s.Passing)/float64(s.Schemas))) / 10
 	}
 	s.ConversionMS = percentiles(conv)
+	s.CompileMS = compileStats(compiles)
+	if vcompiles != nil {
+		st := compileStats(vcompiles)
+		s.VocabCompileMS = &st
+	}
 	if masks != nil {
 		p := percentiles(masks)
 		s.MaskUS = &p

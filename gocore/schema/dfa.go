@@ -1,0 +1,659 @@
+package schema
+
+import (
+	"encoding/binary"
+	"fmt"
+	"regexp/syntax"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// Deterministic automata over code points, for what a grammar of the regex's
+// syntax tree cannot say: a pattern intersected with length limits, property
+// names that match one pattern and not the others, names that are not listed.
+// They are built by subset construction from Go's compiled regexp program
+// (search semantics: an unanchored pattern matches anywhere), combined by
+// product construction, trimmed to the states that can still accept, and
+// written as right-linear rules: one rule per state, one alternative per
+// target state, so the engine follows a single stack.
+
+// dfa is a deterministic automaton over code points (surrogates excluded).
+// State 0 is the start; a missing transition rejects.
+type dfa struct {
+	states []dstate
+}
+
+type dstate struct {
+	accept bool
+	edges  []dedge // sorted by lo, disjoint
+}
+
+type dedge struct {
+	lo, hi rune
+	to     int32
+}
+
+// maxDFAStates bounds every automaton built here (pattern, product, length).
+const maxDFAStates = 20000
+
+// errDFATooLarge says an automaton would exceed maxDFAStates.
+var errDFATooLarge = fmt.Errorf("the automaton would need more than %d states", maxDFAStates)
+
+// patternDFA is the automaton of the strings an ECMA pattern matches somewhere
+// (JSON Schema's unanchored "pattern" semantics).
+func patternDFA(p string) (*dfa, error) {
+	gp, err := ecmaToGo(p)
+	if err != nil {
+		return nil, &RegexError{Pattern: p, Msg: err.Error()}
+	}
+	re, err := parseRegex(gp, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := unfold(re); err != nil {
+		return nil, &RegexError{Pattern: p, Msg: err.Error()}
+	}
+	anyStar := func() *syntax.Regexp {
+		return &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
+	}
+	wrapped := &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{anyStar(), re, anyStar()}}
+	prog, err := syntax.Compile(wrapped.Simplify())
+	if err != nil {
+		return nil, &RegexError{Pattern: p, Msg: err.Error()}
+	}
+	d, err := progDFA(prog)
+	if err != nil {
+		return nil, &RegexError{Pattern: p, Msg: err.Error()}
+	}
+	return d, nil
+}
+
+// unfold rewrites case-folded literals as classes and refuses word boundaries.
+func unfold(re *syntax.Regexp) error {
+	switch re.Op {
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return fmt.Errorf("word boundaries (\\b, \\B) cannot be expressed in a grammar")
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			var subs []*syntax.Regexp
+			for _, r := range re.Rune {
+				var rs []rune
+				for _, x := range foldRanges(r) {
+					rs = append(rs, x.Lo, x.Hi)
+				}
+				subs = append(subs, &syntax.Regexp{Op: syntax.OpCharClass, Rune: rs})
+			}
+			*re = syntax.Regexp{Op: syntax.OpConcat, Sub: subs}
+		}
+	}
+	for _, s := range re.Sub {
+		if err := unfold(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// instRanges are the code points a rune instruction matches.
+func instRanges(in *syntax.Inst) []rng {
+	switch in.Op {
+	case syntax.InstRune1:
+		return []rng{{Lo: in.Rune[0], Hi: in.Rune[0]}}
+	case syntax.InstRuneAny:
+		return []rng{{Lo: 0, Hi: unicode.MaxRune}}
+	case syntax.InstRuneAnyNotNL:
+		return []rng{{Lo: 0, Hi: '\n' - 1}, {Lo: '\n' + 1, Hi: unicode.MaxRune}}
+	}
+	if len(in.Rune) == 1 {
+		rs := []rng{{Lo: in.Rune[0], Hi: in.Rune[0]}}
+		if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+			rs = foldRanges(in.Rune[0])
+		}
+		return rs
+	}
+	var rs []rng
+	for i := 0; i+1 < len(in.Rune); i += 2 {
+		rs = append(rs, rng{Lo: in.Rune[i], Hi: in.Rune[i+1]})
+	}
+	return rs
+}
+
+// progDFA runs the subset construction on a compiled program. Begin-of-text
+// assertions hold only at the start, end-of-text assertions only where the
+// text ends (they decide acceptance).
+func progDFA(prog *syntax.Prog) (*dfa, error) {
+	ranges := make([][]rng, len(prog.Inst))
+	for pc := range prog.Inst {
+		switch prog.Inst[pc].Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			ranges[pc] = subRanges(instRanges(&prog.Inst[pc]), surrogates)
+		}
+	}
+	const beginOps = syntax.EmptyBeginText | syntax.EmptyBeginLine
+	const endOps = syntax.EmptyEndText | syntax.EmptyEndLine
+	// closure adds the instructions reachable from pc without input; pending
+	// end assertions are kept (as their own pc) for the acceptance test.
+	var closure func(pc uint32, atBegin, atEnd bool, seen map[uint32]bool, out *[]uint32) error
+	closure = func(pc uint32, atBegin, atEnd bool, seen map[uint32]bool, out *[]uint32) error {
+		if seen[pc] {
+			return nil
+		}
+		seen[pc] = true
+		in := &prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			if err := closure(in.Out, atBegin, atEnd, seen, out); err != nil {
+				return err
+			}
+			return closure(in.Arg, atBegin, atEnd, seen, out)
+		case syntax.InstCapture, syntax.InstNop:
+			return closure(in.Out, atBegin, atEnd, seen, out)
+		case syntax.InstEmptyWidth:
+			op := syntax.EmptyOp(in.Arg)
+			if op&^(beginOps|endOps) != 0 {
+				return fmt.Errorf("word boundaries (\\b, \\B) cannot be expressed in a grammar")
+			}
+			if op&beginOps != 0 && !atBegin {
+				return nil
+			}
+			if op&endOps != 0 && !atEnd {
+				*out = append(*out, pc) // decided when the text ends
+				return nil
+			}
+			return closure(in.Out, atBegin, atEnd, seen, out)
+		case syntax.InstFail:
+			return nil
+		}
+		*out = append(*out, pc)
+		return nil
+	}
+	accepts := func(set []uint32, atBegin bool) (bool, error) {
+		seen := map[uint32]bool{}
+		var out []uint32
+		for _, pc := range set {
+			in := &prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstMatch:
+				return true, nil
+			case syntax.InstEmptyWidth:
+				if err := closure(in.Out, atBegin, true, seen, &out); err != nil {
+					return false, err
+				}
+			}
+		}
+		for _, pc := range out {
+			if prog.Inst[pc].Op == syntax.InstMatch {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	key := func(set []uint32, atBegin bool) string {
+		b := make([]byte, 0, 4*len(set)+1)
+		if atBegin {
+			b = append(b, 1)
+		}
+		for _, pc := range set {
+			b = binary.LittleEndian.AppendUint32(b, pc)
+		}
+		return string(b)
+	}
+	norm := func(set []uint32) []uint32 {
+		slices.Sort(set)
+		return slices.Compact(set)
+	}
+	var start []uint32
+	if err := closure(uint32(prog.Start), true, false, map[uint32]bool{}, &start); err != nil {
+		return nil, err
+	}
+	start = norm(start)
+	d := &dfa{}
+	index := map[string]int32{}
+	type pending struct {
+		set     []uint32
+		atBegin bool
+	}
+	var queue []pending
+	add := func(set []uint32, atBegin bool) (int32, error) {
+		k := key(set, atBegin)
+		if i, ok := index[k]; ok {
+			return i, nil
+		}
+		if len(d.states) >= maxDFAStates {
+			return 0, errDFATooLarge
+		}
+		acc, err := accepts(set, atBegin)
+		if err != nil {
+			return 0, err
+		}
+		i := int32(len(d.states))
+		index[k] = i
+		d.states = append(d.states, dstate{accept: acc})
+		queue = append(queue, pending{set, atBegin})
+		return i, nil
+	}
+	if _, err := add(start, true); err != nil {
+		return nil, err
+	}
+	for si := 0; si < len(queue); si++ {
+		cur := queue[si]
+		var cuts []rune
+		for _, pc := range cur.set {
+			for _, r := range ranges[pc] {
+				cuts = append(cuts, r.Lo, r.Hi+1)
+			}
+		}
+		slices.Sort(cuts)
+		cuts = slices.Compact(cuts)
+		var edges []dedge
+		for ci := 0; ci+1 < len(cuts); ci++ {
+			lo, hi := cuts[ci], cuts[ci+1]-1
+			var next []uint32
+			seen := map[uint32]bool{}
+			for _, pc := range cur.set {
+				if rangesHave(ranges[pc], lo) {
+					if err := closure(prog.Inst[pc].Out, false, false, seen, &next); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if len(next) == 0 {
+				continue
+			}
+			to, err := add(norm(next), false)
+			if err != nil {
+				return nil, err
+			}
+			if n := len(edges); n > 0 && edges[n-1].to == to && edges[n-1].hi+1 == lo {
+				edges[n-1].hi = hi
+				continue
+			}
+			edges = append(edges, dedge{lo, hi, to})
+		}
+		d.states[si].edges = edges
+	}
+	return d, nil
+}
+
+func rangesHave(rs []rng, r rune) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= r })
+	return i < len(rs) && rs[i].Lo <= r
+}
+
+// step is the target of state s on code point r (-1: none).
+func (d *dfa) step(s int32, r rune) int32 {
+	if s < 0 {
+		return -1
+	}
+	es := d.states[s].edges
+	i := sort.Search(len(es), func(i int) bool { return es[i].hi >= r })
+	if i < len(es) && es[i].lo <= r {
+		return es[i].to
+	}
+	return -1
+}
+
+// namesDFA is the automaton of exactly the given strings (a trie).
+func namesDFA(names []string) *dfa {
+	d := &dfa{states: []dstate{{}}}
+	kids := []map[rune]int32{{}}
+	for _, n := range names {
+		s := int32(0)
+		for _, r := range n {
+			t, ok := kids[s][r]
+			if !ok {
+				t = int32(len(d.states))
+				d.states = append(d.states, dstate{})
+				kids = append(kids, map[rune]int32{})
+				kids[s][r] = t
+			}
+			s = t
+		}
+		d.states[s].accept = true
+	}
+	for s, m := range kids {
+		for r, t := range m {
+			d.states[s].edges = append(d.states[s].edges, dedge{r, r, t})
+		}
+		slices.SortFunc(d.states[s].edges, func(a, b dedge) int { return int(a.lo - b.lo) })
+	}
+	return d
+}
+
+// product runs the automata side by side (a component without a transition
+// is -1 from then on, and never accepts) and keeps the tuples for which
+// accept holds. With maxLen >= 0 every transition counts one code point and no
+// text is longer than maxLen; minLen makes shorter texts not accept. live
+// (optional) prunes tuples that can never lead to acceptance early. The result
+// is trimmed: every state can reach an accepting one; it has no states at all
+// if nothing is accepted.
+func product(ds []*dfa, accept func(states []int32) bool, live func(states []int32) bool, minLen, maxLen int) (*dfa, error) {
+	n := len(ds)
+	type tup struct {
+		states []int32
+		count  int
+	}
+	counted := minLen > 0 || maxLen >= 0
+	if live == nil {
+		// an intersection: a tuple with a rejected component is dead
+		live = func(states []int32) bool { return !slices.Contains(states, -1) }
+	}
+	keyOf := func(t tup) string {
+		b := make([]byte, 0, 4*n+4)
+		for _, s := range t.states {
+			b = binary.LittleEndian.AppendUint32(b, uint32(s))
+		}
+		if counted {
+			b = binary.LittleEndian.AppendUint32(b, uint32(t.count))
+		}
+		return string(b)
+	}
+	out := &dfa{}
+	index := map[string]int32{}
+	var tuples []tup
+	add := func(t tup) (int32, error) {
+		k := keyOf(t)
+		if i, ok := index[k]; ok {
+			return i, nil
+		}
+		if len(out.states) >= maxDFAStates {
+			return 0, errDFATooLarge
+		}
+		i := int32(len(out.states))
+		index[k] = i
+		out.states = append(out.states, dstate{accept: accept(t.states) && t.count >= minLen})
+		tuples = append(tuples, t)
+		return i, nil
+	}
+	first := tup{states: make([]int32, n)}
+	if _, err := add(first); err != nil {
+		return nil, err
+	}
+	for si := 0; si < len(tuples); si++ {
+		cur := tuples[si]
+		if maxLen >= 0 && cur.count >= maxLen {
+			continue
+		}
+		// every code point belongs to some interval: a tuple whose components
+		// all rejected may still accept (a complement)
+		cuts := []rune{0, 0xD800, 0xE000, unicode.MaxRune + 1}
+		for c, s := range cur.states {
+			if s < 0 {
+				continue
+			}
+			for _, e := range ds[c].states[s].edges {
+				cuts = append(cuts, e.lo, e.hi+1)
+			}
+		}
+		slices.Sort(cuts)
+		cuts = slices.Compact(cuts)
+		var edges []dedge
+		for ci := 0; ci+1 < len(cuts); ci++ {
+			lo, hi := cuts[ci], cuts[ci+1]-1
+			if lo == 0xD800 {
+				continue // surrogates are not characters
+			}
+			next := tup{states: make([]int32, n), count: cur.count + 1}
+			if maxLen < 0 {
+				next.count = min(next.count, minLen)
+			}
+			for c, s := range cur.states {
+				next.states[c] = ds[c].step(s, lo)
+			}
+			if live != nil && !live(next.states) {
+				continue
+			}
+			to, err := add(next)
+			if err != nil {
+				return nil, err
+			}
+			if k := len(edges); k > 0 && edges[k-1].to == to && edges[k-1].hi+1 == lo {
+				edges[k-1].hi = hi
+				continue
+			}
+			edges = append(edges, dedge{lo, hi, to})
+		}
+		out.states[si].edges = edges
+	}
+	return out.trim(), nil
+}
+
+// trim keeps the states that are reachable (all are, by construction) and can
+// reach an accepting state, renumbered with the start first.
+func (d *dfa) trim() *dfa {
+	n := len(d.states)
+	rev := make([][]int32, n)
+	for s, st := range d.states {
+		for _, e := range st.edges {
+			rev[e.to] = append(rev[e.to], int32(s))
+		}
+	}
+	good := make([]bool, n)
+	var work []int32
+	for s, st := range d.states {
+		if st.accept {
+			good[s] = true
+			work = append(work, int32(s))
+		}
+	}
+	for len(work) > 0 {
+		s := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, p := range rev[s] {
+			if !good[p] {
+				good[p] = true
+				work = append(work, p)
+			}
+		}
+	}
+	if n == 0 || !good[0] {
+		return &dfa{}
+	}
+	// renumber in breadth-first order from the start
+	id := make([]int32, n)
+	for i := range id {
+		id[i] = -1
+	}
+	order := []int32{0}
+	id[0] = 0
+	for i := 0; i < len(order); i++ {
+		for _, e := range d.states[order[i]].edges {
+			if good[e.to] && id[e.to] < 0 {
+				id[e.to] = int32(len(order))
+				order = append(order, e.to)
+			}
+		}
+	}
+	out := &dfa{states: make([]dstate, len(order))}
+	for i, s := range order {
+		st := d.states[s]
+		ns := dstate{accept: st.accept}
+		for _, e := range st.edges {
+			if good[e.to] {
+				ns.edges = append(ns.edges, dedge{e.lo, e.hi, id[e.to]})
+			}
+		}
+		out.states[i] = ns
+	}
+	return out
+}
+
+// empty reports whether the automaton accepts nothing.
+func (d *dfa) empty() bool { return len(d.states) == 0 }
+
+// finite reports whether the language is finite (no cycle), and its longest text.
+func (d *dfa) maxLen() (int, bool) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, len(d.states))
+	longest := make([]int, len(d.states))
+	var visit func(s int32) bool
+	visit = func(s int32) bool {
+		color[s] = grey
+		best := 0
+		for _, e := range d.states[s].edges {
+			switch color[e.to] {
+			case grey:
+				return false
+			case white:
+				if !visit(e.to) {
+					return false
+				}
+			}
+			best = max(best, longest[e.to]+1)
+		}
+		longest[s] = best
+		color[s] = black
+		return true
+	}
+	if len(d.states) == 0 {
+		return 0, true
+	}
+	if !visit(0) {
+		return 0, false
+	}
+	return longest[0], true
+}
+
+// grammar writes the automaton as right-linear rules (JSON string content in
+// json mode) and returns the start's expression ("" for the empty text only).
+func (d *dfa) grammar(rc *regexConv, hint string) string {
+	if d.empty() {
+		return noMatch
+	}
+	names := make([]string, len(d.states))
+	final := func(s int32) bool { return d.states[s].accept && len(d.states[s].edges) == 0 }
+	for s := range d.states {
+		if !final(int32(s)) {
+			names[s] = rc.b.reserve(hint + "-s" + strconv.Itoa(s))
+		}
+	}
+	for s, st := range d.states {
+		if final(int32(s)) {
+			continue
+		}
+		// one alternative per target, in order of first appearance
+		var targets []int32
+		byTarget := map[int32][]rng{}
+		for _, e := range st.edges {
+			if _, ok := byTarget[e.to]; !ok {
+				targets = append(targets, e.to)
+			}
+			byTarget[e.to] = append(byTarget[e.to], rng{Lo: e.lo, Hi: e.hi})
+		}
+		var alts []string
+		for _, t := range targets {
+			x := rc.classExpr(gbnf.NormalizeRanges(byTarget[t]))
+			if !final(t) {
+				x = seq(x, names[t])
+			}
+			alts = append(alts, x)
+		}
+		body := alt(alts)
+		if st.accept {
+			body = "(" + body + ")?"
+		}
+		rc.b.define(names[s], body)
+	}
+	if final(0) {
+		return `""`
+	}
+	return names[0]
+}
+
+// minimize merges equivalent states (Moore's partition refinement); the
+// automaton must be trimmed (every state can accept).
+func (d *dfa) minimize() *dfa {
+	n := len(d.states)
+	if n <= 1 {
+		return d
+	}
+	class := make([]int32, n)
+	accepting := 0
+	for s, st := range d.states {
+		if st.accept {
+			class[s] = 1
+			accepting++
+		}
+	}
+	classes := 2
+	if accepting == 0 || accepting == n {
+		classes = 1
+	}
+	for {
+		sig := map[string]int32{}
+		next := make([]int32, n)
+		for s, st := range d.states {
+			b := binary.LittleEndian.AppendUint32(nil, uint32(class[s]))
+			// edges by class of target, adjacent ranges with the same class merged
+			var lastTo int32 = -1
+			var lastHi rune = -2
+			for _, e := range st.edges {
+				to := class[e.to]
+				if to == lastTo && e.lo == lastHi+1 {
+					b = b[:len(b)-4]
+				} else {
+					b = binary.LittleEndian.AppendUint32(b, uint32(e.lo))
+					b = binary.LittleEndian.AppendUint32(b, uint32(to))
+				}
+				b = binary.LittleEndian.AppendUint32(b, uint32(e.hi))
+				lastTo, lastHi = to, e.hi
+			}
+			k := string(b)
+			id, ok := sig[k]
+			if !ok {
+				id = int32(len(sig))
+				sig[k] = id
+			}
+			next[s] = id
+		}
+		class = next
+		if len(sig) == classes {
+			break
+		}
+		classes = len(sig)
+	}
+	if classes == n {
+		return d
+	}
+	// renumber classes with the start's first
+	id := make([]int32, classes)
+	for i := range id {
+		id[i] = -1
+	}
+	id[class[0]] = 0
+	k := int32(1)
+	out := &dfa{states: make([]dstate, classes)}
+	for s := range d.states {
+		if id[class[s]] < 0 {
+			id[class[s]] = k
+			k++
+		}
+	}
+	done := make([]bool, classes)
+	for s, st := range d.states {
+		c := id[class[s]]
+		if done[c] {
+			continue
+		}
+		done[c] = true
+		ns := dstate{accept: st.accept}
+		for _, e := range st.edges {
+			to := id[class[e.to]]
+			if m := len(ns.edges); m > 0 && ns.edges[m-1].to == to && ns.edges[m-1].hi+1 == e.lo {
+				ns.edges[m-1].hi = e.hi
+				continue
+			}
+			ns.edges = append(ns.edges, dedge{e.lo, e.hi, to})
+		}
+		out.states[c] = ns
+	}
+	return out
+}

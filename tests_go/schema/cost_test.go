@@ -1,0 +1,194 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
+	"github.com/tetherlm/tether/gocore/vocab"
+	"github.com/tetherlm/tether/tests_go/internal/testdata"
+)
+
+// The cost of a schema is measured as a user pays it: schema text -> GBNF ->
+// parsed grammar -> compiled for the real Llama-3 vocabulary -> first mask.
+
+var (
+	llama3Once sync.Once
+	llama3     *vocab.Vocab
+	llama3Err  error
+)
+
+// llama3Vocab is the real Llama-3 vocabulary (128,256 tokens), its trie built.
+func llama3Vocab(t testing.TB) *vocab.Vocab {
+	t.Helper()
+	path := testdata.TokenizerFile(t, "llama3", "tokenizer.json")
+	llama3Once.Do(func() {
+		llama3, llama3Err = vocab.LoadFile(path)
+		if llama3Err == nil {
+			llama3Err = engine.Prepare(llama3)
+		}
+	})
+	require.NoError(t, llama3Err)
+	return llama3
+}
+
+// schemaToFirstMask converts, parses and compiles a schema for v and fills the
+// first mask; it returns the matcher (ready at the start) and the mask.
+func schemaToFirstMask(t testing.TB, v *vocab.Vocab, schemaText []byte, opts ...schema.Option) (*engine.Matcher, []uint32) {
+	t.Helper()
+	g, _, err := schema.FromJSONSchema(schemaText, opts...)
+	require.NoError(t, err)
+	pg, err := gbnf.Parse(g)
+	require.NoError(t, err)
+	gr, err := engine.Compile(pg, v)
+	require.NoError(t, err)
+	m := gr.NewMatcher()
+	mask := make([]uint32, (v.Size()+31)/32)
+	m.FillMask(mask)
+	require.NoError(t, m.Err())
+	return m, mask
+}
+
+// enumWords makes n distinct pseudo-random lowercase words (seeded).
+func enumWords(n int) []string {
+	r := rand.New(rand.NewSource(12))
+	seen := map[string]bool{}
+	out := make([]string, 0, n)
+	for len(out) < n {
+		b := make([]byte, 4+r.Intn(12))
+		for i := range b {
+			b[i] = byte('a' + r.Intn(26))
+		}
+		if w := string(b); !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func enumSchema(words []string) []byte {
+	b, _ := json.Marshal(map[string]any{"enum": words})
+	return b
+}
+
+// optionalPropsSchema: n optional integer properties p1..pn, nothing else allowed.
+func optionalPropsSchema(n int) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"object","additionalProperties":false,"properties":{`)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"p%d":{"type":"integer"}`, i)
+	}
+	sb.WriteString(`}}`)
+	return []byte(sb.String())
+}
+
+// acceptText feeds text to m token by token (the real tokenizer's pieces are
+// not needed: the vocabulary has every byte) and reports whether it can end.
+func acceptText(m *engine.Matcher, text string) bool {
+	m.Reset()
+	return m.AcceptBytes([]byte(text)) == nil && m.CanEnd()
+}
+
+// TestLargeEnumCost: an enum of 100,000 strings converts to a prefix-factored
+// grammar that compiles and gives its first mask quickly (a flat alternation
+// needed 100,000 stacks at the first character and failed with "raise
+// WithMaxStacks"), and the matcher accepts exactly the members.
+func TestLargeEnumCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large grammar skipped in -short mode")
+	}
+	v := llama3Vocab(t)
+	words := enumWords(100_000)
+	start := time.Now()
+	m, _ := schemaToFirstMask(t, v, enumSchema(words))
+	took := time.Since(start)
+	t.Logf("enum of %d strings: schema -> first mask %v (target 500 ms on an idle machine)", len(words), took)
+	assert.Less(t, took, 10*time.Second, "compile cost must stay linear")
+	for _, w := range []string{words[0], words[4711], words[len(words)-1]} {
+		assert.True(t, acceptText(m, `"`+w+`"`), w)
+		assert.False(t, acceptText(m, `"`+w+`x"`), w+"x")
+		assert.False(t, acceptText(m, `"`+w[:len(w)-1]+`"`) && !contains(words, w[:len(w)-1]), w[:len(w)-1])
+	}
+	assert.False(t, acceptText(m, `"`+strings.Repeat("z", 17)+`"`))
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkEnum100k: schema text -> first mask for an enum of 100,000 strings
+// with the Llama-3 vocabulary.
+func BenchmarkEnum100k(b *testing.B) {
+	v := llama3Vocab(b)
+	s := enumSchema(enumWords(100_000))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		schemaToFirstMask(b, v, s)
+	}
+}
+
+// TestManyOptionalProperties: 10,000 optional properties convert to a grammar
+// that accepts any of them in order (a chain of 10,000 optional rules offered
+// every property as its own stack after "{", beyond the engine's stack limit,
+// so {"p1": 1} was refused at the first byte), and still refuses what the
+// schema refuses.
+func TestManyOptionalProperties(t *testing.T) {
+	for _, n := range []int{40, 10_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			g, _, err := schema.FromJSONSchema(optionalPropsSchema(n))
+			require.NoError(t, err)
+			c := newChecker(t, g)
+			last := fmt.Sprintf("p%d", n)
+			for _, s := range []string{`{}`, `{"p1": 1}`, `{"p2":1,"p3":2}`, `{"p1":1,"p9":2,"p33":3,"` + last + `":4}`, `{"` + last + `":0}`, `{"p17":1,"p18":2,"p19":3}`} {
+				assert.True(t, c.accepts(s), s)
+				assert.NoError(t, c.m.Err())
+			}
+			for _, s := range []string{`{"p0":1}`, `{"p2":1,"p1":1}`, `{"p1":1,"p1":1}`, `{"p1":"x"}`, `{"p1":1,}`, `{,"p1":1}`, `{"q":1}`, `{"p33":1,"p9":2}`} {
+				assert.False(t, c.accepts(s), s)
+			}
+		})
+	}
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{` + strings.TrimSuffix(strings.TrimPrefix(string(optionalPropsSchema(100)), `{"type":"object","additionalProperties":false,"properties":{`), `}}`) +
+		`,"r":{"type":"string"}},"required":["p50","r"],"maxProperties":3}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	for s, want := range map[string]bool{`{"p50":1,"r":"x"}`: true, `{"p1":1,"p50":1,"r":"x"}`: true, `{"p50":1,"p99":2,"r":"x"}`: true,
+		`{"p1":1,"p50":1,"p99":2,"r":"x"}`: false, `{"p50":1}`: false, `{"p1":1,"r":"x"}`: false, `{"p50":1,"r":"x","z":1}`: true, `{"p50":1,"p51":1,"r":"x","z":1}`: false} {
+		assert.Equal(t, want, c.accepts(s), s)
+	}
+}
+
+// BenchmarkOptionalProperties10k: schema text -> first mask for an object of
+// 10,000 optional properties with the Llama-3 vocabulary.
+func BenchmarkOptionalProperties10k(b *testing.B) {
+	v := llama3Vocab(b)
+	s := optionalPropsSchema(10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m, _ := schemaToFirstMask(b, v, s)
+		if !acceptText(m, `{"p1": 1}`) {
+			b.Fatal(`{"p1": 1} refused`)
+		}
+	}
+}
