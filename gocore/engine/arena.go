@@ -20,6 +20,11 @@ const (
 const (
 	cfgDead    int32 = 0  // the configuration with no stacks
 	cfgUnknown int32 = -1 // a transition not computed yet
+	// cfgLimit is a transition whose result would exceed the grammar's limits
+	// (stacks or work in one step). It is memoized like any other result, so every
+	// later walk that meets it sees the limit again: a limit is never mistaken for
+	// a rejection. arena.step turns it into cfgDead and sets arena.hit.
+	cfgLimit int32 = -2
 
 	// exitBit marks, in arena.info, a configuration holding nodeExit.
 	exitBit int32 = 1 << 30
@@ -42,6 +47,7 @@ type config struct {
 	noExit  int32   // the same configuration without nodeExit entries
 	canEnd  bool    // an entry is nodeBottom between characters
 	tokTops bool    // an entry has a token element on top
+	over    bool    // more entries than the grammar's stack limit: a limit state
 	plan    *maskPlan
 	sigs    []sigResult // ASCII steps computed so far, by the stacks that take the byte
 }
@@ -50,16 +56,16 @@ type config struct {
 // configurations. It is not safe for concurrent use: each Matcher family owns one,
 // and the Grammar keeps a pool for position analyses (one per analysis at a time).
 type arena struct {
-	g        *Grammar
-	nodes    []node
-	nodeID   map[uint64]int32
-	cfgs     []config
-	cfgID    map[string]int32
-	tabs     []*[256]int32 // per configuration: memoized byte transitions, or nil
-	info     []int32       // per configuration: noExit, with exitBit if hasExit
-	loop     []loopBits    // per configuration, grown on demand (see loopOf): runs
-	err      error         // the current operation exceeded the grammar's limits
-	overflow error         // the last such error of a byte step (its transition is dead)
+	g      *Grammar
+	nodes  []node
+	nodeID map[uint64]int32
+	cfgs   []config
+	cfgID  map[string]int32
+	tabs   []*[256]int32 // per configuration: memoized byte transitions, or nil
+	info   []int32       // per configuration: noExit, with exitBit if hasExit
+	loop   []loopBits    // per configuration, grown on demand (see loopOf): runs
+	err    *LimitError   // the current closure exceeded the grammar's limits
+	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
 	tables int // transition tables allocated
 
@@ -147,9 +153,13 @@ func (a *arena) expand(el, tail int32) {
 		}
 		a.visited[k] = a.stamp
 		a.work++
-		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.maxStacks {
-			a.err = fmt.Errorf("engine: grammar too ambiguous: expanding rule %q needs more than %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
-				a.g.names[e.arg], a.g.opts.maxStacks, a.g.opts.maxStacks)
+		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
+			lim, val := "stacks", a.g.opts.hardStacks
+			if a.work > a.g.opts.maxWork {
+				lim, val = "work", a.g.opts.maxWork
+			}
+			a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("rule %q", a.g.names[e.arg]),
+				Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
 			return
 		}
 		nt := tail
@@ -187,25 +197,37 @@ func (a *arena) advance(n int32) {
 	a.expand(nd.elem+1, nd.tail)
 }
 
-// finish sorts and dedupes a.out and interns it as a configuration.
+// finish sorts and dedupes a.out and interns it as a configuration. A closure
+// that exceeded the limits gives cfgLimit (and sets a.hit): the step is neither
+// allowed nor refused, it cannot be decided.
 func (a *arena) finish() int32 {
 	if a.err != nil {
-		// Too ambiguous to follow: the step is refused (and, for byte steps,
-		// memoized as refused) and the error kept for Matcher.Err.
-		a.overflow, a.err = a.err, nil
-		return cfgDead
+		a.hit, a.err = a.err, nil
+		return cfgLimit
 	}
 	if len(a.out) == 0 {
 		return cfgDead
 	}
 	slices.Sort(a.out)
 	a.out = slices.Compact(a.out)
-	if len(a.out) > a.g.opts.maxStacks {
-		a.overflow = fmt.Errorf("engine: grammar too ambiguous: a state needs %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
-			len(a.out), a.g.opts.maxStacks)
-		return cfgDead
+	if len(a.out) > a.g.opts.hardStacks {
+		a.hit = a.g.stackLimit(len(a.out))
+		return cfgLimit
 	}
 	return a.internCfg(a.out)
+}
+
+// stackLimit is the error of a state that needs need stacks (0: unknown).
+func (g *Grammar) stackLimit(need int) *LimitError {
+	return &LimitError{Limit: "stacks", Value: g.opts.maxStacks, Need: need,
+		Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+}
+
+// noteLimit records that a memoized cfgLimit transition was met.
+func (a *arena) noteLimit() {
+	if a.hit == nil {
+		a.hit = a.g.stackLimit(0)
+	}
 }
 
 func (a *arena) internCfg(es []entry) int32 {
@@ -220,7 +242,7 @@ func (a *arena) internCfg(es []entry) int32 {
 		return id
 	}
 	id := int32(len(a.cfgs))
-	c := config{entries: slices.Clone(es), noExit: id}
+	c := config{entries: slices.Clone(es), noExit: id, over: len(es) > a.g.opts.maxStacks}
 	exits := 0
 	for _, e := range es {
 		n := e.node()
@@ -254,17 +276,24 @@ func (a *arena) internCfg(es []entry) int32 {
 	return id
 }
 
-// step returns the configuration after byte b (cfgDead if no stack takes it),
-// memoized per (configuration, byte).
+// step returns the configuration after byte b (cfgDead if no stack takes it, or if
+// the step hit a limit: then a.hit is set), memoized per (configuration, byte).
 func (a *arena) step(c int32, b byte) int32 {
+	nx := cfgUnknown
 	if t := a.tabs[c]; t != nil {
-		if nx := t[b]; nx != cfgUnknown {
-			return nx
-		}
+		nx = t[b]
 	}
-	return a.stepSlow(c, b)
+	if nx == cfgUnknown {
+		nx = a.stepSlow(c, b)
+	}
+	if nx == cfgLimit {
+		a.noteLimit()
+		return cfgDead
+	}
+	return nx
 }
 
+// stepSlow computes and memoizes the step of c on b; it may return cfgLimit.
 func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
@@ -289,9 +318,11 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 			}
 		}
 	}
-	ov := a.overflow
 	nx := a.stepCompute(c, b)
-	if sigOK && a.overflow == ov {
+	if nx == cfgLimit {
+		a.noteLimit()
+	}
+	if sigOK && nx != cfgLimit {
 		a.cfgs[c].sigs = append(a.cfgs[c].sigs, sigResult{sig, nx})
 	}
 	a.memo(c, b, nx)

@@ -126,11 +126,12 @@ type Grammar struct {
 
 // options are the settings Compile accepts.
 type options struct {
-	root      string
-	maxStacks int
-	maxWork   int
-	triggers  *Triggers
-	noShare   bool // do not share position caches across grammars
+	root       string
+	maxStacks  int // stacks a state may hold (more: a limit state, see LimitError)
+	hardStacks int // stacks one step may build on the way (memory bound)
+	maxWork    int // closure steps one step may take
+	triggers   *Triggers
+	noShare    bool // do not share position caches across grammars
 }
 
 // Option configures Compile.
@@ -139,9 +140,11 @@ type Option func(*options)
 // WithRoot names the start rule (default: the grammar's own Root).
 func WithRoot(name string) Option { return func(o *options) { o.root = name } }
 
-// WithMaxStacks caps how many stacks one state may hold (default 8192). A grammar so
-// ambiguous that it needs more is refused with an error instead of slowing down
-// without bound.
+// WithMaxStacks caps how many stacks one state may hold (default DefaultMaxStacks).
+// A grammar so ambiguous that it needs more is not followed past that point: every
+// question about such a state (FillMask, IsAllowed, AcceptToken, AcceptBytes)
+// returns a *LimitError instead of an answer, so no mask is ever inexact. A start
+// state over the cap makes Compile return the *LimitError.
 func WithMaxStacks(n int) Option { return func(o *options) { o.maxStacks = n } }
 
 // WithLazy makes every Matcher of the grammar start inactive: it allows every token
@@ -149,6 +152,9 @@ func WithMaxStacks(n int) Option { return func(o *options) { o.maxStacks = n } }
 func WithLazy(t Triggers) Option {
 	return func(o *options) { c := t; o.triggers = &c }
 }
+
+// DefaultMaxStacks is the default of WithMaxStacks.
+const DefaultMaxStacks = 1 << 16
 
 // CompileError says why a grammar could not be compiled, naming the rule involved.
 type CompileError struct {
@@ -174,27 +180,23 @@ func (e *CompileError) Error() string {
 // Compile turns a parsed grammar into a Grammar for vocabulary v. Named token
 // references (<|eot_id|>) are resolved with v.TokenID. The token trie of v is built
 // once and cached, so compiling many grammars for one vocabulary is cheap.
-func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (gr *Grammar, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			gr, err = nil, fmt.Errorf("engine: internal error compiling grammar: %v", r)
-		}
-	}()
+func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 	if g == nil {
 		return nil, &CompileError{Msg: "nil grammar"}
 	}
 	if v == nil {
 		return nil, &CompileError{Msg: "nil vocabulary"}
 	}
-	o := options{maxStacks: 8192}
+	o := options{maxStacks: DefaultMaxStacks}
 	for _, f := range opts {
 		f(&o)
 	}
 	if o.maxStacks <= 0 {
-		o.maxStacks = 8192
+		o.maxStacks = DefaultMaxStacks
 	}
-	o.maxWork = 16 * o.maxStacks
-	gr = &Grammar{vocab: v, size: v.Size(), opts: o}
+	o.hardStacks = 4 * o.maxStacks
+	o.maxWork = 8 * o.hardStacks
+	gr := &Grammar{vocab: v, size: v.Size(), opts: o}
 	if err := gr.build(g); err != nil {
 		return nil, err
 	}
@@ -215,8 +217,10 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (gr *Grammar, err er
 	gr.computeFollow()
 	// Build the start state once now, so explosive grammars fail here, not later.
 	a := newArena(gr)
-	if a.start(); a.overflow != nil {
-		return nil, a.overflow
+	if c := a.start(); c == cfgLimit {
+		return nil, a.hit
+	} else if a.cfgs[c].over {
+		return nil, gr.stackLimit(len(a.cfgs[c].entries))
 	}
 	return gr, nil
 }

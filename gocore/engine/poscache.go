@@ -25,7 +25,7 @@ type posCache struct {
 	count     int        // number of accepted tokens
 	sub       []trieNode // trie of the uncertain tokens (indices into trie.order)
 	subDepth  int
-	overflow  error // some token was too ambiguous to follow and is left out
+	overflow  error // a limit was met: the split is not exact, masks walk the real stacks
 	uncertain int   // number of uncertain tokens
 
 	// uncList holds the uncertain tokens (sorted indices into trie.order) instead
@@ -234,12 +234,10 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 	a := g.getArena()
 	pc := g.analyze(a, s, parent)
 	sh.analyses.Add(1)
-	if pc.overflow != nil {
-		// Dead transitions memoized for the overflow would stay in the arena and
-		// silently drop tokens from later analyses: let the arena go.
-		return pc
-	}
 	g.putArena(a)
+	if pc.overflow != nil {
+		return pc // depends on the order limits were met: not shared
+	}
 	if share {
 		sh.put(key, pc)
 	}
@@ -310,7 +308,11 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	if !s.bottom && len(s.elems) < maxKeyDepth {
 		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
 	}
-	w.cfg[0] = a.startAt(s.elems, s.bottom)
+	a.hit = nil
+	if w.cfg[0] = a.startAt(s.elems, s.bottom); w.cfg[0] == cfgLimit {
+		a.hit = nil
+		return &posCache{overflow: g.stackLimit(0)}
+	}
 	pc := &posCache{}
 	derived := parent != nil && parent.overflow == nil && !parent.truncated
 	var aborted bool
@@ -335,7 +337,9 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 		pc.accepted, pc.count = parent.acceptedBits(words), parent.count
 		aborted = w.walkTrie(parent.sub, 1, int32(len(parent.sub)), false)
 	}
-	pc.overflow, a.overflow = a.overflow, nil
+	if a.hit != nil {
+		pc.overflow, a.hit = a.hit, nil
+	}
 	if aborted {
 		return &posCache{truncated: true, uncertain: len(w.unc), overflow: pc.overflow}
 	}
@@ -401,10 +405,7 @@ func (w *walker) step(d int, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
 	}
-	if tb := w.a.tabs[c]; tb != nil && tb[b] != cfgUnknown {
-		return tb[b]
-	}
-	return w.a.stepSlow(c, b)
+	return w.a.step(c, b)
 }
 
 // walkTrie walks the nodes [from, to) of a flat trie of tokens (t.nodes itself when

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -83,7 +82,7 @@ func trieFor(v Vocabulary) *trie {
 	s, _ := trieCache.LoadOrStore(v, &trieSlot{})
 	slot := s.(*trieSlot)
 	slot.once.Do(func() { slot.t = buildTrie(v) })
-	if slot.t == nil { // the build panicked once; let the caller's recover see it again
+	if slot.t == nil { // the first build panicked (a broken Vocabulary): build again
 		return buildTrie(v)
 	}
 	return slot.t
@@ -274,16 +273,11 @@ func buildNodes(count int, key func(k int) []byte, pos func(k int) int32) ([]tri
 }
 
 // Prepare builds and caches the token trie of v ahead of the first Compile (which
-// would otherwise build it). It is cheap for a vocabulary already prepared. The
-// error reports a Vocabulary that failed (panicked) while being read.
-func Prepare(v Vocabulary) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("engine: building the token trie: %v", r)
-		}
-	}()
-	if v != nil {
-		trieFor(v)
+// would otherwise build it). It is cheap for a vocabulary already prepared.
+func Prepare(v Vocabulary) error {
+	if v == nil {
+		return &CompileError{Msg: "nil vocabulary"}
 	}
+	trieFor(v)
 	return nil
 }

@@ -50,7 +50,9 @@ func stepDoc(t testing.TB, m *engine.Matcher, ids []int, mask []uint32, times []
 	m.Reset()
 	for step, id := range ids {
 		t0 := time.Now()
-		m.FillMask(mask)
+		if err := m.FillMask(mask); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
 		times = append(times, time.Since(t0))
 		if mask[id>>5]&(1<<(uint(id)&31)) == 0 {
 			t.Fatalf("step %d: token %d not in mask", step, id)
@@ -101,7 +103,7 @@ func TestDocsStepWithLlama3(t *testing.T) {
 			gr := compile(t, grammarFile(t, tc.grammar), v)
 			m := gr.NewMatcher()
 			mask := make([]uint32, (v.Size()+31)/32)
-			m.FillMask(mask)
+			require.NoError(t, m.FillMask(mask))
 			first := time.Since(t0)
 			cold := stepDoc(t, m, ids, mask, nil)
 			warm := stepDoc(t, m, ids, mask, nil)
@@ -153,6 +155,8 @@ func BenchmarkParseCompileFirstMask(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		gr.NewMatcher().FillMask(mask)
+		if err := gr.NewMatcher().FillMask(mask); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
