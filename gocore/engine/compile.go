@@ -319,7 +319,15 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	}
 	gr.computeRem()
 	gr.computeMinLen()
-	return gr.checkLeftRecursion(g)
+	if err := gr.checkLeftRecursion(g); err != nil {
+		return err
+	}
+	// gbnf.Parse refuses dead ends already; this guards hand-built IR.
+	if d := gbnf.DeadEnds(g, int(gr.root)); d != nil {
+		r := g.Rules[d.Rule]
+		return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "dead end: " + d.Why}
+	}
+	return nil
 }
 
 // leadRule follows, from rule r, the chain of rules whose every alternative starts by
@@ -488,31 +496,9 @@ func newClass(rs []gbnf.Range, neg bool) class {
 func (gr *Grammar) checkLeftRecursion(g *gbnf.Grammar) error {
 	n := len(gr.rules)
 	var path []int
-	// True nullability, then left calls that are not tail calls.
-	nullable := make([]bool, n)
-	for changed := true; changed; {
-		changed = false
-		for r := 0; r < n; r++ {
-			if nullable[r] {
-				continue
-			}
-			for _, a := range gr.rules[r] {
-				ok := true
-				for i := a; gr.elems[i].op != opEnd; i++ {
-					e := gr.elems[i]
-					if e.op != opRef || !nullable[e.arg] {
-						ok = false
-						break
-					}
-				}
-				if ok {
-					nullable[r] = true
-					changed = true
-					break
-				}
-			}
-		}
-	}
+	// True nullability (shared with gbnf's own check), then left calls that are
+	// not tail calls.
+	nullable := gbnf.Nullable(g)
 	type edge struct {
 		to   int32
 		tail bool

@@ -21,6 +21,7 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 		g:        &Grammar{Index: make(map[string]int, len(defs))},
 		counter:  make(map[int]int),
 		refOff:   make(map[refSite]int),
+		charOff:  make(map[*Range]int),
 		maxElems: p.cfg.maxElements,
 	}
 	for _, d := range defs {
@@ -60,6 +61,9 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	if err := checkLeftRecursion(c); err != nil {
 		return nil, err
 	}
+	if err := checkDeadEnds(c); err != nil {
+		return nil, err
+	}
 	// The index of written rules grows into the index of all rules at once.
 	index := make(map[string]int, len(c.g.Rules))
 	for i, r := range c.g.Rules {
@@ -70,11 +74,14 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 }
 
 type compiler struct {
-	p        *parser
-	g        *Grammar
-	owner    []int       // rule index -> the written rule it was generated for
-	counter  map[int]int // written rule index -> helper rules generated for it
-	refOff   map[refSite]int
+	p       *parser
+	g       *Grammar
+	owner   []int       // rule index -> the written rule it was generated for
+	counter map[int]int // written rule index -> helper rules generated for it
+	refOff  map[refSite]int
+	// charOff: where character elements that match nothing were written, by
+	// their first range (shared by every copy a repetition makes)
+	charOff  map[*Range]int
 	elems    int
 	maxElems int
 	// the site being compiled, to record where references were written
@@ -233,11 +240,17 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		for i, r := range n.runes {
 			ranges[i] = Range{r, r}
 			els[i] = Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]}
+			if r >= surrogateLo && r <= surrogateHi {
+				c.charOff[&ranges[i]] = n.off
+			}
 		}
 		return els, nil
 	case opClass:
 		if err := c.grow(1, n.off); err != nil {
 			return nil, err
+		}
+		if len(n.ranges) > 0 && ClassEmpty(n.ranges, n.negated) {
+			c.charOff[&n.ranges[0]] = n.off
 		}
 		return []Element{{Kind: Char, Ranges: n.ranges, Negated: n.negated}}, nil
 	case opToken:

@@ -92,6 +92,19 @@ func TestParseErrors(t *testing.T) {
 			`2:12: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
 		{"left recursion through a nullable rule", "root ::= a\na ::= e a \"x\" | \"y\"\ne ::= f\nf ::= \"f\" |", gbnf.ErrLeftRecursion,
 			`2:9: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		// Dead ends: a reachable element that can never match.
+		{"surrogate class", `root ::= [\uD800-\uDFFF]`, gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": a character that matches nothing ([\U0000D800-\U0000DFFF]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
+		{"class that matches nothing", `root ::= "a" [^\x00-\U0010FFFF]`, gbnf.ErrDeadEnd,
+			`1:14: dead end in rule "root": a character that matches nothing ([^\U00000000-\U0010FFFF]); a matcher reaching it could neither go on nor end`},
+		{"rules that produce nothing", "root ::= a\na ::= b\nb ::= a", gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": rule "a" can never match anything (every way through it needs itself or a character that matches nothing); a matcher reaching it could neither go on nor end`},
+		{"a rule that never ends", "root ::= \"a\" | b\nb ::= \"x\" b", gbnf.ErrDeadEnd,
+			`1:16: dead end in rule "root": rule "b" can never match anything (every way through it needs itself or a character that matches nothing); a matcher reaching it could neither go on nor end`},
+		{"surrogate inside a repetition", `root ::= ([\uD800] "x")*`, gbnf.ErrDeadEnd,
+			`1:11: dead end in rule "root": a character that matches nothing ([\U0000D800]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
+		{"surrogate in a literal", `root ::= "x\uDC00"`, gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": a character that matches nothing ([\U0000DC00]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
 		{"left recursion inside a repetition", `root ::= (root "a")*`, gbnf.ErrLeftRecursion,
 			`1:20: left recursion: root -> root: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
 	}
@@ -165,4 +178,19 @@ func manyRules(n int, body string) string {
 		fmt.Fprintf(&b, "r%d ::= %s\n", i, body)
 	}
 	return b.String()
+}
+
+// TestNoDeadEndsAccepted: classes that merely include surrogates among real
+// characters, and unreachable rules, are not dead ends.
+func TestNoDeadEndsAccepted(t *testing.T) {
+	for _, src := range []string{
+		`root ::= [a\uD800]`,
+		`root ::= [\u0000-\U0010FFFF]`,
+		`root ::= [^"\\]* | .`,
+		"root ::= \"a\"\nunused ::= [\\uD800]",
+		"root ::= x\nx ::= \"a\" x | \"\"",
+	} {
+		_, err := gbnf.Parse(src)
+		assert.NoError(t, err, "%q", src)
+	}
 }

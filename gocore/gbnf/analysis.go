@@ -1,0 +1,217 @@
+package gbnf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Grammar analyses over the IR, in one place: which rules can match the empty
+// string (Nullable), which can match anything at all (Productive), and which
+// character elements can match nothing (ClassEmpty). The parser uses them to refuse
+// left recursion (leftrec.go) and dead ends (checkDeadEnds); the engine uses them on
+// hand-built IR.
+
+// surrogateLo and surrogateHi bound the UTF-16 surrogate code points, which are not
+// characters: no UTF-8 text contains them, so no element can match one.
+const (
+	surrogateLo = 0xD800
+	surrogateHi = 0xDFFF
+)
+
+// ClassEmpty reports whether a character element with these ranges (normalized or
+// not) and negation matches no valid code point: an empty class, one of surrogates
+// only ([\uD800-\uDFFF], a literal "\uD800"), or a negated class that covers every
+// character ([^\x00-\U0010FFFF]).
+func ClassEmpty(ranges []Range, negated bool) bool {
+	rs := NormalizeRanges(ranges)
+	if !negated {
+		for _, r := range rs {
+			if r.Lo < surrogateLo || r.Hi > surrogateHi {
+				return false
+			}
+		}
+		return true
+	}
+	// Negated: empty iff [0, D7FF] and [E000, 10FFFF] are both covered. Ranges are
+	// merged, so each part must lie inside one range.
+	covered := func(lo, hi rune) bool {
+		for _, r := range rs {
+			if r.Lo <= lo && r.Hi >= hi {
+				return true
+			}
+		}
+		return false
+	}
+	return covered(0, surrogateLo-1) && covered(surrogateHi+1, 0x10FFFF)
+}
+
+// Nullable reports, per rule, whether it can match the empty string (a worklist
+// over the alternatives made only of rule references: linear in the grammar).
+func Nullable(g *Grammar) []bool {
+	return fixpoint(g, func(e Element) (known, ok bool) { return e.Kind != RuleRef, false })
+}
+
+// Productive reports, per rule, whether it can match some text (or token
+// sequence) at all: a rule whose every alternative needs an element that matches
+// nothing, or a rule that can only call itself (a ::= b, b ::= a), is not.
+func Productive(g *Grammar) []bool {
+	return fixpoint(g, func(e Element) (known, ok bool) {
+		switch e.Kind {
+		case Char:
+			return true, !ClassEmpty(e.Ranges, e.Negated)
+		case Token:
+			return true, true
+		}
+		return false, false
+	})
+}
+
+// fixpoint computes the least set of rules that have an alternative whose every
+// element holds, where leaf(e) decides the elements that are not rule references
+// (known) and whether they hold (ok), and a reference holds when its rule is in the
+// set. It is a worklist: each alternative is counted down once per reference.
+func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
+	in := make([]bool, len(g.Rules))
+	var pending []int                   // per candidate alternative: references not yet in
+	var owner []int                     // per candidate alternative: its rule
+	uses := make([][]int, len(g.Rules)) // rule -> candidate alternatives referring to it
+	var work []int
+	add := func(r int) {
+		if !in[r] {
+			in[r] = true
+			work = append(work, r)
+		}
+	}
+	for r, rule := range g.Rules {
+		for _, alt := range rule.Alts {
+			refs, failed := 0, false
+			for _, e := range alt {
+				if known, ok := leaf(e); known {
+					if !ok {
+						failed = true
+						break
+					}
+					continue
+				}
+				if e.Kind == RuleRef && e.Rule >= 0 && e.Rule < len(g.Rules) {
+					refs++
+				} else {
+					failed = true
+					break
+				}
+			}
+			if failed {
+				continue
+			}
+			if refs == 0 {
+				add(r)
+				continue
+			}
+			id := len(pending)
+			pending = append(pending, refs)
+			owner = append(owner, r)
+			for _, e := range alt {
+				if e.Kind == RuleRef {
+					uses[e.Rule] = append(uses[e.Rule], id)
+				}
+			}
+		}
+	}
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, id := range uses[r] {
+			pending[id]--
+			if pending[id] == 0 {
+				add(owner[id])
+			}
+		}
+	}
+	return in
+}
+
+// DeadEnd is an element of a grammar that the start rule can reach but that can
+// never match: a matcher that got there could neither go on nor end.
+type DeadEnd struct {
+	Rule, Alt, Elem int    // where, in the IR
+	Why             string // what cannot match
+}
+
+// DeadEnds returns the first dead end reachable from rule root (nil if none): a
+// character element that matches no character, or a reference to a rule that can
+// match nothing (cycles such as a ::= b, b ::= a). Elements after a dead end in the
+// same alternative are not reachable through it. Linear in the grammar.
+func DeadEnds(g *Grammar, root int) *DeadEnd {
+	if root < 0 || root >= len(g.Rules) {
+		return nil
+	}
+	prod := Productive(g)
+	seen := make([]bool, len(g.Rules))
+	seen[root] = true
+	work := []int{root}
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for a, alt := range g.Rules[r].Alts {
+			for i, e := range alt {
+				switch e.Kind {
+				case Char:
+					if ClassEmpty(e.Ranges, e.Negated) {
+						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
+					}
+				case RuleRef:
+					if e.Rule < 0 || e.Rule >= len(g.Rules) {
+						continue
+					}
+					if !prod[e.Rule] {
+						return &DeadEnd{r, a, i, fmt.Sprintf("rule %q can never match anything (every way through it needs itself or a character that matches nothing)", g.Rules[e.Rule].Name)}
+					}
+					if !seen[e.Rule] {
+						seen[e.Rule] = true
+						work = append(work, e.Rule)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func describeRanges(rs []Range, neg bool) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	if neg {
+		b.WriteByte('^')
+	}
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\\U%08X", r.Lo)
+		if r.Hi != r.Lo {
+			fmt.Fprintf(&b, "-\\U%08X", r.Hi)
+		}
+	}
+	b.WriteByte(']')
+	if len(rs) > 0 && !neg {
+		b.WriteString(": surrogate code points U+D800..U+DFFF are not characters")
+	}
+	return b.String()
+}
+
+// checkDeadEnds refuses a grammar with a dead end reachable from the root, naming
+// the rule and the line:col of the element (of the rule, for generated elements
+// whose position is not kept).
+func checkDeadEnds(c *compiler) error {
+	d := DeadEnds(c.g, c.g.Root)
+	if d == nil {
+		return nil
+	}
+	pos := c.g.Rules[d.Rule].Pos
+	if off, ok := c.refOff[refSite{d.Rule, d.Alt, d.Elem}]; ok {
+		pos = c.p.position(off)
+	} else if e := c.g.Rules[d.Rule].Alts[d.Alt][d.Elem]; e.Kind == Char && len(e.Ranges) > 0 {
+		if off, ok := c.charOff[&e.Ranges[0]]; ok {
+			pos = c.p.position(off)
+		}
+	}
+	name := c.g.Rules[c.owner[d.Rule]].Name
+	return &Error{Pos: pos, Code: ErrDeadEnd, Msg: fmt.Sprintf("dead end in rule %q: %s; a matcher reaching it could neither go on nor end", name, d.Why)}
+}
