@@ -31,7 +31,7 @@ func TestDeadEndsRefused(t *testing.T) {
 		return gbnf.Element{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: lo, Hi: hi}}, Negated: neg}
 	}
 	for name, g := range map[string]*gbnf.Grammar{
-		"surrogates": {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch('a', 'a', false), ch(0xD800, 0xDBFF, false)}}}}},
+		"surrogates":         {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch('a', 'a', false), ch(0xD800, 0xDBFF, false)}}}}},
 		"everything negated": {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch(0, 0x10FFFF, true)}}}}},
 		"cycle": {Rules: []gbnf.Rule{
 			{Name: "root", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
