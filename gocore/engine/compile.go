@@ -154,7 +154,7 @@ func WithLazy(t Triggers) Option {
 }
 
 // DefaultMaxStacks is the default of WithMaxStacks.
-const DefaultMaxStacks = 1 << 16
+const DefaultMaxStacks = 1 << 14
 
 // CompileError says why a grammar could not be compiled, naming the rule involved.
 type CompileError struct {

@@ -1,0 +1,166 @@
+package engine_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/vocab"
+)
+
+// diffGrammar writes a random grammar for the differential fuzz target: literals
+// (ASCII, multi-byte, ones that share prefixes), classes (negated, multi-byte,
+// emoji), groups nested several deep, alternatives that overlap (the same text
+// matched two ways: ambiguity), recursion behind a literal (deep nesting), and
+// repetitions with counts, small and large.
+func diffGrammar(r *rand.Rand) string {
+	lits := []string{"a", "b", "ab", "abc", "the", " ", "\\n", "é", "日本", "😀", "{", "}", "[", "]", ",", "\\\"", "1", "12", "x", "in", " t", "ü", "\\\\"}
+	classes := []string{"[a-z]", "[^\"\\n]", "[0-9]", "[à-ÿ]", "[一-龥]", "[^a-z]", "[ -~]", "[a-c]", "[ab]", "[^x]", ".", "[😀-😊]", "[\\x00-\\x7F]", "[^\\x00-\\x7F]", "[a-zA-Z_]"}
+	reps := []string{"*", "+", "?", "{0,3}", "{1,2}", "{2}", "{0,40}", "{3,9}", "{2,}", "{0,120}"}
+	n := 1 + r.Intn(5)
+	var item func(i, depth int, guarded *bool) string
+	item = func(i, depth int, guarded *bool) string {
+		switch x := r.Intn(12); {
+		case x < 4:
+			*guarded = true
+			return `"` + lits[r.Intn(len(lits))] + `"`
+		case x < 7:
+			*guarded = true
+			return classes[r.Intn(len(classes))]
+		case x < 8:
+			// A reference: forward references freely, backward (recursion)
+			// only behind a literal, so nothing is left-recursive.
+			j := i + 1 + r.Intn(n)
+			if j >= n {
+				if !*guarded {
+					*guarded = true
+					return `"` + lits[r.Intn(len(lits))] + `"`
+				}
+				j = r.Intn(n)
+			}
+			return fmt.Sprintf("r%d", j)
+		case x < 10 && depth < 3:
+			// A group, maybe repeated, maybe with overlapping alternatives.
+			var alts []string
+			k := 1 + r.Intn(3)
+			for a := 0; a < k; a++ {
+				g := *guarded
+				alts = append(alts, seq(r, i, depth+1, &g, item))
+			}
+			if r.Intn(3) == 0 {
+				alts = append(alts, alts[0]) // the same text, matched two ways
+			}
+			s := "(" + strings.Join(alts, " | ") + ")"
+			if r.Intn(2) == 0 {
+				s += reps[r.Intn(len(reps))]
+			}
+			return s
+		default:
+			*guarded = true
+			return "(" + `"` + lits[r.Intn(len(lits))] + `" ` + classes[r.Intn(len(classes))] + ")" + reps[r.Intn(len(reps))]
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "r%d ::= ", i)
+		alts := 1 + r.Intn(3)
+		for a := 0; a < alts; a++ {
+			if a > 0 {
+				b.WriteString(" | ")
+			}
+			guarded := false
+			b.WriteString(seq(r, i, 0, &guarded, item))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func seq(r *rand.Rand, i, depth int, guarded *bool, item func(int, int, *bool) string) string {
+	k := 1 + r.Intn(4)
+	parts := make([]string, k)
+	for j := range parts {
+		parts[j] = item(i, depth, guarded)
+	}
+	return strings.Join(parts, " ")
+}
+
+// FuzzGrammarDifferential compiles a random grammar (chosen by the input's hash)
+// for the real Llama-3 vocabulary and walks it with the input's bytes choosing
+// among the allowed tokens; at every state it checks the mask against the per-token
+// verdicts of every token (IsAllowed for each one whose first byte the state takes,
+// with a clone+AcceptToken sample; the others must be out of the mask), end ⇔
+// can-end, no dead end (something allowed, or the end), and that limit states
+// report the limit on every side. Grammars the parser refuses are skipped (they are
+// the parser's tests); any panic fails.
+func FuzzGrammarDifferential(f *testing.F) {
+	for _, s := range []string{"", "a", "json", "deep", "\x00\x01\x02\x03\x04\x05\x06\x07\x08"} {
+		f.Add([]byte(s))
+	}
+	v := llama3Vocab(f)
+	mask := make([]uint32, (v.Size()+31)/32)
+	f.Fuzz(func(t *testing.T, data []byte) { diffRun(t, v, mask, data) })
+}
+
+// diffRun is one input of FuzzGrammarDifferential.
+func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
+	{
+		h := fnv.New64a()
+		h.Write(data)
+		r := rand.New(rand.NewSource(int64(h.Sum64())))
+		src := diffGrammar(r)
+		g, err := gbnf.Parse(src, gbnf.WithRoot("r0"))
+		if err != nil {
+			return
+		}
+		// Small stack limits keep every state cheap to check token by token
+		// and reach limit states often (where every side must report the limit).
+		opts := []engine.Option{engine.WithMaxStacks(512)}
+		if len(data) > 0 && data[0]%4 == 0 {
+			opts = []engine.Option{engine.WithMaxStacks(64)}
+		}
+		gr, err := engine.Compile(g, v, opts...)
+		if err != nil {
+			if _, ok := err.(*engine.CompileError); !ok && !isLimit(err) {
+				t.Fatalf("grammar:\n%s\ncompile: %T %v", src, err, err)
+			}
+			return
+		}
+		m := gr.NewMatcher()
+		steps := 6
+		for s := 0; s < steps; s++ {
+			maskErr := m.FillMask(mask)
+			if bad := bruteForceDisagreements(m, v, mask, maskErr, false); len(bad) > 0 {
+				t.Fatalf("grammar:\n%s\nstate %d: %d disagreements, first: %v", src, s, len(bad), bad[:min(5, len(bad))])
+			}
+			if maskErr != nil {
+				return
+			}
+			allowed, err := m.AllowedTokens(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(allowed) == 0 {
+				t.Fatalf("grammar:\n%s\nstate %d: dead end (nothing allowed, cannot end)", src, s)
+			}
+			var pick uint32
+			if k := 1 + s*4; k+4 <= len(data) {
+				pick = binary.LittleEndian.Uint32(data[k:])
+			} else {
+				pick = r.Uint32()
+			}
+			next := allowed[int(pick%uint32(len(allowed)))]
+			if v.IsEOG(next) {
+				return
+			}
+			if err := m.AcceptToken(next); err != nil {
+				t.Fatalf("grammar:\n%s\nstate %d: token %d %q in the mask, refused: %v", src, s, next, v.TokenBytes(next), err)
+			}
+		}
+	}
+}
