@@ -67,7 +67,8 @@ type arena struct {
 	err    *LimitError   // the current closure exceeded the grammar's limits
 	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
-	tables int // transition tables allocated
+	tables int   // transition tables allocated
+	over   int32 // the limit state (see overCfg), 0 until made
 
 	// scratch
 	out     []entry

@@ -258,8 +258,14 @@ func (m *Matcher) IsAllowed(id int) (bool, error) {
 	}
 	m.fam.a.hit = nil
 	nx, _ := m.tokenStep(id, false)
-	if err := m.takeLimit(); err != nil {
-		return false, err
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go).
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return false, err
+		}
+		return ok, nil
 	}
 	return nx != cfgDead, nil
 }
@@ -339,8 +345,24 @@ func (m *Matcher) AcceptToken(id int) error {
 	}
 	m.fam.a.hit = nil
 	nx, rej := m.tokenStep(id, true)
-	if err := m.takeLimit(); err != nil {
-		return err
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go);
+		// an allowed token leads to the limit state.
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return err
+		}
+		if !ok {
+			_, rej = m.tokenStep(id, true)
+			if rej == nil || m.fam.a.hit != nil {
+				m.fam.a.hit = nil
+				rej = &RejectError{Token: id, Text: m.g.vocab.TokenBytes(id), Offset: -1,
+					Reason: "the grammar does not allow it here; expected " + m.expected(m.cfg)}
+			}
+			return rej
+		}
+		nx, rej = m.fam.a.overCfg(), nil
 	}
 	if rej != nil {
 		return rej
