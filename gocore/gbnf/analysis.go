@@ -48,7 +48,15 @@ func ClassEmpty(ranges []Range, negated bool) bool {
 // Nullable reports, per rule, whether it can match the empty string (a worklist
 // over the alternatives made only of rule references: linear in the grammar).
 func Nullable(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) { return e.Kind != RuleRef, false })
+	return fixpoint(g, func(e Element) (known, ok bool) {
+		switch e.Kind {
+		case RuleRef:
+			return false, false
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
+		}
+		return true, false
+	})
 }
 
 // Productive reports, per rule, whether it can match some text (or token
@@ -61,6 +69,8 @@ func Productive(g *Grammar) []bool {
 			return true, !ClassEmpty(e.Ranges, e.Negated)
 		case Token:
 			return true, true
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
 		}
 		return false, false
 	})
@@ -93,7 +103,7 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 					}
 					continue
 				}
-				if e.Kind == RuleRef && e.Rule >= 0 && e.Rule < len(g.Rules) {
+				if (e.Kind == RuleRef || e.Kind == Repeat) && e.Rule >= 0 && e.Rule < len(g.Rules) {
 					refs++
 				} else {
 					failed = true
@@ -111,7 +121,7 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 			pending = append(pending, refs)
 			owner = append(owner, r)
 			for _, e := range alt {
-				if e.Kind == RuleRef {
+				if known, _ := leaf(e); !known {
 					uses[e.Rule] = append(uses[e.Rule], id)
 				}
 			}
@@ -159,7 +169,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 					if ClassEmpty(e.Ranges, e.Negated) {
 						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
 					}
-				case RuleRef:
+				case RuleRef, Repeat:
 					if e.Rule < 0 || e.Rule >= len(g.Rules) {
 						continue
 					}
