@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -256,6 +257,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.rules = make([][]int32, n)
 	gr.names = make([]string, n)
 	classIdx := map[string]int32{}
+	var kb []byte
 	var nullable []bool // computed if a counter needs it
 	for ri, r := range g.Rules {
 		gr.names[ri] = r.Name
@@ -267,13 +269,21 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 			for _, e := range alt {
 				switch e.Kind {
 				case gbnf.Char:
-					c := newClass(e.Ranges, e.Negated)
-					key := fmt.Sprint(c.neg, c.ranges)
-					ci, ok := classIdx[key]
+					// Classes are deduplicated by their written ranges (a key
+					// cheap to build), before the class itself is built.
+					kb = kb[:0]
+					if e.Negated {
+						kb = append(kb, 1)
+					}
+					for _, r := range e.Ranges {
+						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Lo))
+						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Hi))
+					}
+					ci, ok := classIdx[string(kb)]
 					if !ok {
 						ci = int32(len(gr.classes))
-						classIdx[key] = ci
-						gr.classes = append(gr.classes, c)
+						classIdx[string(kb)] = ci
+						gr.classes = append(gr.classes, newClass(e.Ranges, e.Negated))
 					}
 					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
 				case gbnf.RuleRef:

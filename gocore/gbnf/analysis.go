@@ -2,6 +2,7 @@ package gbnf
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -81,10 +82,8 @@ func Productive(g *Grammar) []bool {
 // (known) and whether they hold (ok), and a reference holds when its rule is in the
 // set. It is a worklist: each alternative is counted down once per reference.
 func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
-	in := make([]bool, len(g.Rules))
-	var pending []int                   // per candidate alternative: references not yet in
-	var owner []int                     // per candidate alternative: its rule
-	uses := make([][]int, len(g.Rules)) // rule -> candidate alternatives referring to it
+	n := len(g.Rules)
+	in := make([]bool, n)
 	var work []int
 	add := func(r int) {
 		if !in[r] {
@@ -92,48 +91,72 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 			work = append(work, r)
 		}
 	}
+	// Candidate alternatives (no leaf fails; at least one reference): their
+	// pending counts and owners; uses[start[r]:start[r+1]] lists the candidates
+	// that refer to rule r (flat, so a grammar of many rules costs few
+	// allocations).
+	var pending, owner []int32
+	refsTo := make([]int32, n+1)
+	candidate := func(alt Sequence) (refs int, ok bool) {
+		for _, e := range alt {
+			if known, ok := leaf(e); known {
+				if !ok {
+					return 0, false
+				}
+				continue
+			}
+			if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
+				return 0, false
+			}
+			refs++
+		}
+		return refs, true
+	}
 	for r, rule := range g.Rules {
 		for _, alt := range rule.Alts {
-			refs, failed := 0, false
-			for _, e := range alt {
-				if known, ok := leaf(e); known {
-					if !ok {
-						failed = true
-						break
-					}
-					continue
-				}
-				if (e.Kind == RuleRef || e.Kind == Repeat) && e.Rule >= 0 && e.Rule < len(g.Rules) {
-					refs++
-				} else {
-					failed = true
-					break
-				}
-			}
-			if failed {
-				continue
-			}
-			if refs == 0 {
+			refs, ok := candidate(alt)
+			switch {
+			case !ok:
+			case refs == 0:
 				add(r)
+			default:
+				pending = append(pending, int32(refs))
+				owner = append(owner, int32(r))
+				for _, e := range alt {
+					if known, _ := leaf(e); !known {
+						refsTo[e.Rule+1]++
+					}
+				}
+			}
+		}
+	}
+	for r := 0; r < n; r++ {
+		refsTo[r+1] += refsTo[r]
+	}
+	uses := make([]int32, refsTo[n])
+	fill := slices.Clone(refsTo[:n])
+	id := int32(0)
+	for _, rule := range g.Rules {
+		for _, alt := range rule.Alts {
+			if refs, ok := candidate(alt); !ok || refs == 0 {
 				continue
 			}
-			id := len(pending)
-			pending = append(pending, refs)
-			owner = append(owner, r)
 			for _, e := range alt {
 				if known, _ := leaf(e); !known {
-					uses[e.Rule] = append(uses[e.Rule], id)
+					uses[fill[e.Rule]] = id
+					fill[e.Rule]++
 				}
 			}
+			id++
 		}
 	}
 	for len(work) > 0 {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
-		for _, id := range uses[r] {
-			pending[id]--
-			if pending[id] == 0 {
-				add(owner[id])
+		for _, c := range uses[refsTo[r]:refsTo[r+1]] {
+			pending[c]--
+			if pending[c] == 0 {
+				add(int(owner[c]))
 			}
 		}
 	}
