@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"unsafe"
 )
 
 // Stacks are persistent linked lists of program positions: node i is (elem, tail)
@@ -524,23 +523,6 @@ func (a *arena) union(cs ...int32) int32 {
 		a.out = append(a.out, a.cfgs[c].entries...)
 	}
 	return a.finish()
-}
-
-// only interns the configuration of the entries of c that satisfy keep.
-func (a *arena) subset(c int32, keep func(entry) bool) int32 {
-	a.out = a.out[:0]
-	for _, e := range a.cfgs[c].entries {
-		if keep(e) {
-			a.out = append(a.out, e)
-		}
-	}
-	return a.internCfg(a.out)
-}
-
-// bytes approximates the arena's memory use.
-func (a *arena) bytes() int {
-	n := len(a.nodes)*int(unsafe.Sizeof(node{})) + len(a.cfgs)*int(unsafe.Sizeof(config{}))
-	return n + a.tables*1024
 }
 
 // trim drops memoized transition tables when too many have accumulated; they are

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,7 +228,7 @@ func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
 	}
 	for i, x := range m.words {
 		for x != 0 {
-			b := trailingZeros(x)
+			b := bits.TrailingZeros32(x)
 			dst = append(dst, i*32+b)
 			x &= x - 1
 		}
@@ -235,14 +236,6 @@ func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
 	return dst, nil
 }
 
-func trailingZeros(x uint32) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
-}
 
 // IsAllowed reports whether token id may come next (the same answer FillMask
 // gives for it, and AcceptToken would give), without changing the matcher. Where a
