@@ -236,7 +236,6 @@ func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
 	return dst, nil
 }
 
-
 // IsAllowed reports whether token id may come next (the same answer FillMask
 // gives for it, and AcceptToken would give), without changing the matcher. Where a
 // limit prevents an exact answer it returns a *LimitError.
