@@ -97,3 +97,50 @@ func (a *arena) overCfg() int32 {
 	}
 	return a.over
 }
+
+// ReferenceMask fills mask as FillMask does, but the slow, plain way: one walk of
+// the whole token trie from the full state, without position caches, run
+// analysis or grouping. It exists to check FillMask against (tests, fuzzing,
+// debugging); its answer is the one AcceptToken gives, token by token, and where a
+// limit prevents it, it returns a *LimitError and leaves the mask cleared.
+func (m *Matcher) ReferenceMask(mask []uint32) error {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	clear(mask)
+	limit := min(len(mask)*32, m.g.size)
+	if m.awaiting {
+		m.fillAll(mask, limit, true)
+		return nil
+	}
+	if err := m.limitState(); err != nil {
+		return err
+	}
+	a := m.fam.a
+	a.hit = nil
+	p := a.planFor(m.cfg)
+	if len(p.neg) > 0 {
+		m.fillAll(mask, limit, false)
+		if n := p.neg[0]; len(p.neg) == 1 && int(n) < limit {
+			mask[n>>5] &^= 1 << (uint32(n) & 31)
+		}
+	}
+	m.walk(m.g.trie.nodes, m.cfg, mask, limit)
+	for _, id := range p.pos {
+		if int(id) < limit {
+			mask[id>>5] |= 1 << (uint32(id) & 31)
+		}
+	}
+	if p.canEnd {
+		for _, id := range m.g.eog {
+			if int(id) < limit {
+				mask[id>>5] |= 1 << (uint32(id) & 31)
+			}
+		}
+	}
+	clearFrom(mask, limit)
+	if err := m.takeLimit(); err != nil {
+		clear(mask)
+		return err
+	}
+	return nil
+}

@@ -93,11 +93,11 @@ func seq(r *rand.Rand, i, depth int, guarded *bool, item func(int, int, *bool) s
 
 // FuzzGrammarDifferential compiles a random grammar (chosen by the input's hash)
 // for the real Llama-3 vocabulary and walks it with the input's bytes choosing
-// among the allowed tokens; at every state it checks the mask against the per-token
-// verdicts of every token (IsAllowed for each one whose first byte the state takes,
-// with a clone+AcceptToken sample; the others must be out of the mask), end ⇔
-// can-end, no dead end (something allowed, or the end), and that limit states
-// report the limit on every side. Grammars the parser refuses are skipped (they are
+// among the allowed tokens; at every state it checks the mask, for every token,
+// against ReferenceMask (a plain walk of the whole trie from the whole state: no
+// position caches, run analysis or grouping), and on a sample against IsAllowed
+// and a clone's AcceptToken; end ⇔ can-end; no dead end (something allowed, or
+// the end); and that limit states report the limit on every side. Grammars the parser refuses are skipped (they are
 // the parser's tests); any panic fails.
 func FuzzGrammarDifferential(f *testing.F) {
 	for _, s := range []string{"", "a", "json", "deep", "\x00\x01\x02\x03\x04\x05\x06\x07\x08"} {
@@ -133,13 +133,38 @@ func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 			return
 		}
 		m := gr.NewMatcher()
-		// Up to 3 states, each checked in full; no new state after 2 s of wall
+		ref := make([]uint32, len(mask))
+		// Up to 8 states, each checked in full; no new state after 2 s of wall
 		// time (the fuzzer counts an input over 10 s as a hang, and the machine
 		// may be shared).
 		start := time.Now()
-		for s := 0; s < 3 && time.Since(start) < 2*time.Second; s++ {
+		for s := 0; s < 8 && time.Since(start) < 2*time.Second; s++ {
 			maskErr := m.FillMask(mask)
-			if bad := bruteForceDisagreements(m, v, mask, maskErr, false); len(bad) > 0 {
+			refErr := m.ReferenceMask(ref)
+			var bad []string
+			switch {
+			case refErr == nil && maskErr == nil:
+				// Every token: the fast mask against the plain walk of the
+				// whole trie from the whole state.
+				for id := 0; id < v.Size(); id++ {
+					if bitSet(mask, id) != bitSet(ref, id) {
+						bad = append(bad, fmt.Sprintf("token %d %q: mask %v, reference %v", id, v.TokenBytes(id), bitSet(mask, id), bitSet(ref, id)))
+					}
+				}
+			case refErr != nil && !isLimit(refErr):
+				bad = append(bad, fmt.Sprintf("ReferenceMask: %v", refErr))
+			}
+			// And IsAllowed, AcceptToken, CanEnd on a sample (allowed tokens,
+			// end tokens, random ones): the same verdicts, or the limit reported
+			// consistently.
+			sample := make([]int, 0, 400)
+			for id := 0; id < v.Size(); id++ {
+				if v.IsEOG(id) || (bitSet(mask, id) && r.Intn(200) == 0) || r.Intn(2000) == 0 {
+					sample = append(sample, id)
+				}
+			}
+			bad = append(bad, stateDisagreements(m, v, mask, maskErr, sample, 4)...)
+			if len(bad) > 0 {
 				t.Fatalf("grammar:\n%s\nstate %d: %d disagreements, first: %v", src, s, len(bad), bad[:min(5, len(bad))])
 			}
 			if maskErr != nil {
