@@ -223,7 +223,9 @@ func MatcherFillMask(h int64, mask uintptr, words int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		m.FillMask(dst)
+		if err := m.FillMask(dst); err != nil {
+			return 0, err
+		}
 		return popcount(dst), nil
 	})
 }

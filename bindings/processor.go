@@ -58,14 +58,20 @@ func (p *processor) eogBits(words int) []uint32 {
 
 // masks computes every row's allowed-token bitset at the given width (distinct states
 // once each, in parallel) and returns them by row. The caller holds p.mu.
-func (p *processor) masks(batch, words int) [][]uint32 {
+func (p *processor) masks(batch, words int) ([][]uint32, error) {
 	eog := p.eogBits(words)
-	p.sess.FillAll(words, eog, workers(batch))
+	if err := p.sess.FillAll(words, eog, workers(batch)); err != nil {
+		return nil, err
+	}
 	out := make([][]uint32, batch)
 	for r := range out {
-		out[r] = p.sess.Mask(r, words, eog)
+		m, err := p.sess.Mask(r, words, eog)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = m
 	}
-	return out
+	return out, nil
 }
 
 // ProcessorStep brings the rows up to date with input_ids, a row-major int64
@@ -110,7 +116,11 @@ func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		for r, m := range p.masks(batch, words) {
+		ms, err := p.masks(batch, words)
+		if err != nil {
+			return 0, err
+		}
+		for r, m := range ms {
 			copy(dst[r*words:(r+1)*words], m)
 		}
 		return batch, nil
@@ -173,7 +183,10 @@ func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype strin
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		masks := p.masks(batch, words)
+		masks, err := p.masks(batch, words)
+		if err != nil {
+			return 0, err
+		}
 		parallelRows(batch, func(r int) { apply(r, masks[r]) })
 		return batch, nil
 	})

@@ -3,9 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"slices"
-	"unsafe"
 )
 
 // Stacks are persistent linked lists of program positions: node i is (elem, tail)
@@ -20,12 +18,20 @@ const (
 const (
 	cfgDead    int32 = 0  // the configuration with no stacks
 	cfgUnknown int32 = -1 // a transition not computed yet
+	// cfgLimit is a transition whose result would exceed the grammar's limits
+	// (stacks or work in one step). It is memoized like any other result, so every
+	// later walk that meets it sees the limit again: a limit is never mistaken for
+	// a rejection. arena.step turns it into cfgDead and sets arena.hit.
+	cfgLimit int32 = -2
 
 	// exitBit marks, in arena.info, a configuration holding nodeExit.
 	exitBit int32 = 1 << 30
 )
 
-type node struct{ elem, tail int32 }
+// node is one level of a stack: the position to go on at (elem) over the rest of
+// the stack (tail). A level on a counter (an opRepeat element) also holds how many
+// more rounds it needs (need) and allows (left).
+type node struct{ elem, tail, need, left int32 }
 
 // entry is one stack of a configuration with the UTF-8 character it is inside:
 // node id in the high 32 bits, partial state in the low 32.
@@ -42,6 +48,7 @@ type config struct {
 	noExit  int32   // the same configuration without nodeExit entries
 	canEnd  bool    // an entry is nodeBottom between characters
 	tokTops bool    // an entry has a token element on top
+	over    bool    // more entries than the grammar's stack limit: a limit state
 	plan    *maskPlan
 	sigs    []sigResult // ASCII steps computed so far, by the stacks that take the byte
 }
@@ -50,18 +57,20 @@ type config struct {
 // configurations. It is not safe for concurrent use: each Matcher family owns one,
 // and the Grammar keeps a pool for position analyses (one per analysis at a time).
 type arena struct {
-	g        *Grammar
-	nodes    []node
-	nodeID   map[uint64]int32
-	cfgs     []config
-	cfgID    map[string]int32
-	tabs     []*[256]int32 // per configuration: memoized byte transitions, or nil
-	info     []int32       // per configuration: noExit, with exitBit if hasExit
-	loop     []loopBits    // per configuration, grown on demand (see loopOf): runs
-	err      error         // the current operation exceeded the grammar's limits
-	overflow error         // the last such error of a byte step (its transition is dead)
+	g      *Grammar
+	nodes  []node
+	nodeID map[uint64]int32
+	repID  map[node]int32 // nodes on counters
+	cfgs   []config
+	cfgID  map[string]int32
+	tabs   []*[256]int32 // per configuration: memoized byte transitions, or nil
+	info   []int32       // per configuration: noExit, with exitBit if hasExit
+	loop   []loopBits    // per configuration, grown on demand (see loopOf): runs
+	err    *LimitError   // the current closure exceeded the grammar's limits
+	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
-	tables int // transition tables allocated
+	tables int   // transition tables allocated
+	over   int32 // the limit state (see overCfg), 0 until made
 
 	// scratch
 	out     []entry
@@ -74,8 +83,9 @@ type arena struct {
 func newArena(g *Grammar) *arena {
 	a := &arena{
 		g:       g,
-		nodes:   []node{{-1, -1}, {-1, -1}},
+		nodes:   []node{{-1, -1, 0, 0}, {-1, -1, 0, 0}},
 		nodeID:  map[uint64]int32{},
+		repID:   map[node]int32{},
 		cfgID:   map[string]int32{},
 		visited: map[uint64]uint32{},
 	}
@@ -86,14 +96,32 @@ func newArena(g *Grammar) *arena {
 	return a
 }
 
+// intern returns the node of position el over tail; a counter's position starts
+// with its full count.
 func (a *arena) intern(el, tail int32) int32 {
+	if e := &a.g.elems[el]; e.op == opRepeat {
+		return a.internRep(el, tail, e.lo, e.hi)
+	}
 	k := uint64(uint32(el))<<32 | uint64(uint32(tail))
 	if id, ok := a.nodeID[k]; ok {
 		return id
 	}
 	id := int32(len(a.nodes))
-	a.nodes = append(a.nodes, node{el, tail})
+	a.nodes = append(a.nodes, node{el, tail, 0, 0})
 	a.nodeID[k] = id
+	return id
+}
+
+// internRep returns the node of counter el over tail that needs need more rounds
+// and allows left more.
+func (a *arena) internRep(el, tail, need, left int32) int32 {
+	k := node{el, tail, need, left}
+	if id, ok := a.repID[k]; ok {
+		return id
+	}
+	id := int32(len(a.nodes))
+	a.nodes = append(a.nodes, k)
+	a.repID[k] = id
 	return id
 }
 
@@ -108,13 +136,18 @@ func (a *arena) start() int32 {
 // startAt returns the configuration holding just the stack elems (top first) over
 // the caller's frame (nodeExit), or over nothing if bottom: the analysis state of a
 // position cache.
-func (a *arena) startAt(elems []int32, bottom bool) int32 {
+// A counter's level takes its counts from cnts (need, left per level; nil: none).
+func (a *arena) startAt(elems []int32, cnts [][2]int32, bottom bool) int32 {
 	t := nodeExit
 	if bottom {
 		t = nodeBottom
 	}
 	for i := len(elems) - 1; i >= 0; i-- {
-		t = a.intern(elems[i], t)
+		if cnts != nil && a.g.elems[elems[i]].op == opRepeat {
+			t = a.internRep(elems[i], t, cnts[i][0], cnts[i][1])
+		} else {
+			t = a.intern(elems[i], t)
+		}
 	}
 	a.out = append(a.out[:0], mkEntry(t, 0))
 	return a.finish()
@@ -147,9 +180,13 @@ func (a *arena) expand(el, tail int32) {
 		}
 		a.visited[k] = a.stamp
 		a.work++
-		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.maxStacks {
-			a.err = fmt.Errorf("engine: grammar too ambiguous: expanding rule %q needs more than %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
-				a.g.names[e.arg], a.g.opts.maxStacks, a.g.opts.maxStacks)
+		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
+			lim, val := "stacks", a.g.opts.hardStacks
+			if a.work > a.g.opts.maxWork {
+				lim, val = "work", a.g.opts.maxWork
+			}
+			a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("rule %q", a.g.names[e.arg]),
+				Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
 			return
 		}
 		nt := tail
@@ -157,8 +194,47 @@ func (a *arena) expand(el, tail int32) {
 			nt = a.intern(el+1, tail)
 		}
 		a.expandRule(e.arg, nt)
+	case opRepeat:
+		a.expandRep(el, tail, e.lo, e.hi)
 	case opEnd:
 		a.expandReturn(tail)
+	}
+}
+
+// expandRep expands counter el over tail, with need more rounds needed and left
+// more allowed: another round of its rule (returning to the counter with one
+// round less), and, once no round is needed, what follows the counter. The rule
+// never matches the empty string (see Compile), so a closure visits each count at
+// most once per text position and counts never run on without input.
+func (a *arena) expandRep(el, tail, need, left int32) {
+	if a.err != nil {
+		return
+	}
+	self := a.internRep(el, tail, need, left)
+	k := uint64(uint32(^el))<<32 | uint64(uint32(self))
+	if a.visited[k] == a.stamp {
+		return
+	}
+	a.visited[k] = a.stamp
+	a.work++
+	if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
+		lim, val := "stacks", a.g.opts.hardStacks
+		if a.work > a.g.opts.maxWork {
+			lim, val = "work", a.g.opts.maxWork
+		}
+		a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("a repetition of rule %q", a.g.names[a.g.elems[el].arg]),
+			Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+		return
+	}
+	if left > 0 {
+		a.expandRule(a.g.elems[el].arg, a.internRep(el, tail, max(need-1, 0), left-1))
+	}
+	if need == 0 {
+		if a.g.elems[el+1].op == opEnd {
+			a.expandReturn(tail)
+		} else {
+			a.expand(el+1, tail)
+		}
 	}
 }
 
@@ -178,6 +254,10 @@ func (a *arena) expandReturn(tail int32) {
 		return
 	}
 	n := a.nodes[tail]
+	if a.g.elems[n.elem].op == opRepeat {
+		a.expandRep(n.elem, n.tail, n.need, n.left)
+		return
+	}
 	a.expand(n.elem, n.tail)
 }
 
@@ -187,25 +267,37 @@ func (a *arena) advance(n int32) {
 	a.expand(nd.elem+1, nd.tail)
 }
 
-// finish sorts and dedupes a.out and interns it as a configuration.
+// finish sorts and dedupes a.out and interns it as a configuration. A closure
+// that exceeded the limits gives cfgLimit (and sets a.hit): the step is neither
+// allowed nor refused, it cannot be decided.
 func (a *arena) finish() int32 {
 	if a.err != nil {
-		// Too ambiguous to follow: the step is refused (and, for byte steps,
-		// memoized as refused) and the error kept for Matcher.Err.
-		a.overflow, a.err = a.err, nil
-		return cfgDead
+		a.hit, a.err = a.err, nil
+		return cfgLimit
 	}
 	if len(a.out) == 0 {
 		return cfgDead
 	}
 	slices.Sort(a.out)
 	a.out = slices.Compact(a.out)
-	if len(a.out) > a.g.opts.maxStacks {
-		a.overflow = fmt.Errorf("engine: grammar too ambiguous: a state needs %d stacks (limit %d); simplify the grammar or raise WithMaxStacks",
-			len(a.out), a.g.opts.maxStacks)
-		return cfgDead
+	if len(a.out) > a.g.opts.hardStacks {
+		a.hit = a.g.stackLimit(len(a.out))
+		return cfgLimit
 	}
 	return a.internCfg(a.out)
+}
+
+// stackLimit is the error of a state that needs need stacks (0: unknown).
+func (g *Grammar) stackLimit(need int) *LimitError {
+	return &LimitError{Limit: "stacks", Value: g.opts.maxStacks, Need: need,
+		Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+}
+
+// noteLimit records that a memoized cfgLimit transition was met.
+func (a *arena) noteLimit() {
+	if a.hit == nil {
+		a.hit = a.g.stackLimit(0)
+	}
 }
 
 func (a *arena) internCfg(es []entry) int32 {
@@ -220,7 +312,7 @@ func (a *arena) internCfg(es []entry) int32 {
 		return id
 	}
 	id := int32(len(a.cfgs))
-	c := config{entries: slices.Clone(es), noExit: id}
+	c := config{entries: slices.Clone(es), noExit: id, over: len(es) > a.g.opts.maxStacks}
 	exits := 0
 	for _, e := range es {
 		n := e.node()
@@ -254,17 +346,24 @@ func (a *arena) internCfg(es []entry) int32 {
 	return id
 }
 
-// step returns the configuration after byte b (cfgDead if no stack takes it),
-// memoized per (configuration, byte).
+// step returns the configuration after byte b (cfgDead if no stack takes it, or if
+// the step hit a limit: then a.hit is set), memoized per (configuration, byte).
 func (a *arena) step(c int32, b byte) int32 {
+	nx := cfgUnknown
 	if t := a.tabs[c]; t != nil {
-		if nx := t[b]; nx != cfgUnknown {
-			return nx
-		}
+		nx = t[b]
 	}
-	return a.stepSlow(c, b)
+	if nx == cfgUnknown {
+		nx = a.stepSlow(c, b)
+	}
+	if nx == cfgLimit {
+		a.noteLimit()
+		return cfgDead
+	}
+	return nx
 }
 
+// stepSlow computes and memoizes the step of c on b; it may return cfgLimit.
 func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
@@ -289,9 +388,11 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 			}
 		}
 	}
-	ov := a.overflow
 	nx := a.stepCompute(c, b)
-	if sigOK && a.overflow == ov {
+	if nx == cfgLimit {
+		a.noteLimit()
+	}
+	if sigOK && nx != cfgLimit {
 		a.cfgs[c].sigs = append(a.cfgs[c].sigs, sigResult{sig, nx})
 	}
 	a.memo(c, b, nx)
@@ -423,23 +524,6 @@ func (a *arena) union(cs ...int32) int32 {
 	return a.finish()
 }
 
-// only interns the configuration of the entries of c that satisfy keep.
-func (a *arena) subset(c int32, keep func(entry) bool) int32 {
-	a.out = a.out[:0]
-	for _, e := range a.cfgs[c].entries {
-		if keep(e) {
-			a.out = append(a.out, e)
-		}
-	}
-	return a.internCfg(a.out)
-}
-
-// bytes approximates the arena's memory use.
-func (a *arena) bytes() int {
-	n := len(a.nodes)*int(unsafe.Sizeof(node{})) + len(a.cfgs)*int(unsafe.Sizeof(config{}))
-	return n + a.tables*1024
-}
-
 // trim drops memoized transition tables when too many have accumulated; they are
 // rebuilt on demand. Interned nodes and configurations stay (ids remain valid).
 func (a *arena) trim(maxTables int) {
@@ -448,344 +532,4 @@ func (a *arena) trim(maxTables int) {
 	}
 	clear(a.tabs)
 	a.tables = 0
-}
-
-// loopBits records, per kind of byte (as in trie.below), whether the byte is known
-// to take a configuration to its run target (yes) or known not to (no). The target
-// is the configuration the first kind asked about leads to.
-type loopBits struct {
-	target  int32 // 0: not set yet
-	yes, no [2]uint64
-	// Runs measured from this configuration: for the byte kinds runNeed, it
-	// stays alive for runLen characters (maxRun: for good).
-	runNeed [2]uint64
-	runLen  int32
-	// runCap: texts of capNeed's kinds (or fewer) stay inside the frame from
-	// here for at most this many characters (see runLength); 0: not known.
-	runCap  int32
-	capNeed [2]uint64 // runCap holds for runs over these byte kinds (or fewer)
-	// capFull: every byte of capNeed's kinds keeps the last character of the run
-	// alive, so texts of exactly runCap characters stay alive (to the frame's end).
-	capFull bool
-	// after: per stack with a character on top, the byte kinds its class takes
-	// and those the classes on top after it take (see lastChar); nil: not known.
-	after []kindsAfter
-}
-
-// loopOf returns the run memo of configuration c. Only analysis arenas ask, so
-// matchers' arenas never hold these; the pointer is good until the next step.
-func (a *arena) loopOf(c int32) *loopBits {
-	if int(c) >= len(a.loop) {
-		a.loop = append(a.loop, make([]loopBits, len(a.cfgs)-len(a.loop))...)
-	}
-	return &a.loop[c]
-}
-
-type kindsAfter struct{ takes, then [2]uint64 }
-
-// maxRun caps the run lengths runLength measures (at least the trie's height cap).
-const maxRun = 256
-
-// runLength measures the run from configuration c (one without nodeExit entries,
-// between characters) over the byte kinds in need, up to h characters: n is how
-// many characters of those kinds every valid UTF-8 text may have and stay alive
-// inside the frame, whatever the frame's exits, because each kind takes each
-// configuration on the way to one same configuration (n = h: at least h). A run
-// that comes back to a configuration it left (a loop, like `[^"]*`) lasts for
-// good; counted repetitions unrolled into nested rules (`[^"]{0,40}`) end after
-// their count. capAt, when not 0, bounds every text of those kinds from c: past
-// capAt characters no stack inside the frame can take another (lastChar); with
-// capFull, texts of exactly capAt ASCII characters are all alive. Answers are memoized
-// per configuration and byte kind.
-func (a *arena) runLength(c int32, need [2]uint64, h int) (n, capAt int, capFull bool) {
-	lb := a.loopOf(c)
-	if need[0]&^lb.capNeed[0] == 0 && need[1]&^lb.capNeed[1] == 0 {
-		capAt, capFull = int(lb.runCap), lb.capFull
-	}
-	if lb.runLen > 0 && need[0]&^lb.runNeed[0] == 0 && need[1]&^lb.runNeed[1] == 0 &&
-		(int(lb.runLen) >= h || (capAt > 0 && int(lb.runLen)+1 >= capAt)) {
-		return min(int(lb.runLen), h), capAt, capFull
-	}
-	m := int32(0)
-	for cur := c; int(m) < h; {
-		nx := a.kindsTo(cur, need)
-		if nx == cfgDead {
-			if capAt == 0 && a.lastChar(cur, need) {
-				capAt, capFull = int(m)+1, a.takesAll(cur, need)
-				lb := a.loopOf(c)
-				lb.runCap, lb.capNeed, lb.capFull = int32(capAt), need, capFull
-			}
-			break
-		}
-		m++
-		if nx == cur || nx == c {
-			m = maxRun
-			break
-		}
-		cur = nx
-	}
-	// Every kind of runNeed and of need takes each configuration of the run to
-	// its one target, for as long as both runs last: keep the union.
-	lb = a.loopOf(c)
-	switch {
-	case lb.runLen > 0 && m >= lb.runLen:
-		lb.runNeed[0] |= need[0]
-		lb.runNeed[1] |= need[1]
-	case m > lb.runLen:
-		lb.runNeed, lb.runLen = need, m
-	}
-	return min(int(m), h), capAt, capFull
-}
-
-// firstBytes returns the bytes some stack of configuration c can take (all bytes
-// if a stack is inside a character).
-func (a *arena) firstBytes(c int32) [8]uint32 {
-	var f [8]uint32
-	for _, e := range a.cfgs[c].entries {
-		n := e.node()
-		if n <= nodeExit {
-			continue
-		}
-		if e.partial() != 0 {
-			return [8]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
-		}
-		if el := a.g.elems[a.nodes[n].elem]; el.op == opChar {
-			cf := &a.g.classes[el.arg].first
-			for k := range f {
-				f[k] |= cf[k]
-			}
-		}
-	}
-	return f
-}
-
-// takesAll reports whether every character of the byte kinds in need keeps
-// configuration c alive (inside the frame or at its end). For the multi-byte kind
-// a stack must take every multi-byte character, and every class on top must take
-// all or none of them.
-func (a *arena) takesAll(c int32, need [2]uint64) bool {
-	if need[1]>>63 != 0 {
-		wide := false
-		for _, e := range a.cfgs[c].entries {
-			n := e.node()
-			if n <= nodeExit {
-				continue
-			}
-			if e.partial() != 0 {
-				return false
-			}
-			if el := a.g.elems[a.nodes[n].elem]; el.op == opChar {
-				cls := &a.g.classes[el.arg]
-				if !cls.wide && !cls.narrow {
-					return false
-				}
-				wide = wide || cls.wide
-			}
-		}
-		if !wide {
-			return false
-		}
-	}
-	for w := range 2 {
-		for m := need[w]; m != 0; m &= m - 1 {
-			k := w*64 + bits.TrailingZeros64(m)
-			if k == 127 {
-				continue
-			}
-			if a.step(c, byte(k)) == cfgDead {
-				return false
-			}
-			if k == 0 && a.step(c, 0x7F) == cfgDead {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// lastChar reports whether no stack of configuration c (between characters) can
-// take two more characters of the byte kinds in need: whatever such character it
-// takes, no stack then has on top a character class holding one of those kinds.
-// What follows a character does not depend on which character it was, so this is
-// worked out once per stack.
-func (a *arena) lastChar(c int32, need [2]uint64) bool {
-	if lb := a.loopOf(c); lb.after == nil {
-		after := a.computeAfter(c)
-		a.loopOf(c).after = after
-	}
-	for _, ka := range a.loopOf(c).after {
-		if ka.takes[0]&need[0] != 0 || ka.takes[1]&need[1] != 0 {
-			if ka.then[0]&need[0] != 0 || ka.then[1]&need[1] != 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// computeAfter works out loopBits.after for configuration c.
-func (a *arena) computeAfter(c int32) []kindsAfter {
-	all := [2]uint64{^uint64(0), ^uint64(0)}
-	out := []kindsAfter{}
-	for _, e := range a.cfgs[c].entries {
-		n := e.node()
-		if n <= nodeExit {
-			continue
-		}
-		el := a.g.elems[a.nodes[n].elem]
-		if el.op != opChar {
-			continue
-		}
-		ka := kindsAfter{takes: a.g.classes[el.arg].kinds}
-		if e.partial() != 0 {
-			ka.takes, ka.then = all, all // inside a character: not a run
-			out = append(out, ka)
-			continue
-		}
-		a.out = a.out[:0]
-		a.beginClosure()
-		a.advance(n)
-		if a.err != nil {
-			a.err = nil
-			ka.then = all
-		}
-		for _, x := range a.out {
-			if m := x.node(); m > nodeExit {
-				if y := a.g.elems[a.nodes[m].elem]; y.op == opChar {
-					k := a.g.classes[y.arg].kinds
-					ka.then[0] |= k[0]
-					ka.then[1] |= k[1]
-				}
-			}
-		}
-		out = append(out, ka)
-	}
-	return out
-}
-
-// sameKinds returns the byte kinds taken by exactly the stacks of configuration c
-// that take ASCII kind k (1..126), which step c alike; just k for other kinds or
-// for configurations of more than 64 stacks.
-func (a *arena) sameKinds(c int32, k uint) [2]uint64 {
-	one := [2]uint64{}
-	one[k>>6] = 1 << (k & 63)
-	if k == 0 || k >= 127 {
-		return one
-	}
-	sig, ok := a.asciiSig(c, byte(k))
-	if !ok {
-		return one
-	}
-	// A byte is in the group if every class of sig takes it and no other does.
-	in := [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
-	for i, e := range a.cfgs[c].entries {
-		n := e.node()
-		if n <= nodeExit || e.partial() != 0 {
-			continue
-		}
-		el := a.g.elems[a.nodes[n].elem]
-		if el.op != opChar {
-			continue
-		}
-		cl := &a.g.classes[el.arg].ascii
-		for w := range in {
-			if sig&(1<<uint(i)) != 0 {
-				in[w] &= cl[w]
-			} else {
-				in[w] &^= cl[w]
-			}
-		}
-	}
-	var same [2]uint64
-	same[0] = uint64(in[0]) | uint64(in[1])<<32
-	same[1] = (uint64(in[2]) | uint64(in[3])<<32) &^ (1 << 63) // not DEL
-	same[0] &^= 1                                              // not NUL
-	return same
-}
-
-// kindsTo returns the configuration (without exits) every byte kind in need takes
-// c to, or cfgDead if they do not all take it to one live configuration.
-func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
-	lb := a.loopOf(c)
-	m0, m1 := need[0]&^lb.yes[0], need[1]&^lb.yes[1]
-	if m0&lb.no[0] != 0 || m1&lb.no[1] != 0 {
-		return cfgDead
-	}
-	for m0|m1 != 0 {
-		var k uint
-		if m0 != 0 {
-			k = uint(bits.TrailingZeros64(m0))
-			m0 &= m0 - 1
-		} else {
-			k = 64 + uint(bits.TrailingZeros64(m1))
-			m1 &= m1 - 1
-		}
-		nx := a.kindTo(c, k)
-		// The bytes the same stacks take go where k goes.
-		same := a.sameKinds(c, k)
-		lb = a.loopOf(c) // stepping may have moved a.loop
-		if lb.target == 0 && nx != cfgDead {
-			lb.target = nx
-		}
-		if nx != cfgDead && nx == lb.target {
-			lb.yes[0] |= same[0]
-			lb.yes[1] |= same[1]
-		} else {
-			lb.no[0] |= same[0]
-			lb.no[1] |= same[1]
-			return cfgDead
-		}
-		m0 &^= same[0]
-		m1 &^= same[1]
-	}
-	if lb.target == 0 {
-		return cfgDead
-	}
-	return lb.target
-}
-
-// kindTo returns the live configuration (without exits) byte kind k (see byteKind)
-// takes c to, or cfgDead if the bytes of the kind do not all lead to one. Kind 127
-// stands for every valid multi-byte character.
-func (a *arena) kindTo(c int32, k uint) int32 {
-	to := func(nx int32) int32 {
-		if nx == cfgDead {
-			return cfgDead
-		}
-		return a.info[nx] &^ exitBit
-	}
-	switch k {
-	case 0:
-		x, y := to(a.step(c, 0)), to(a.step(c, 0x7F))
-		if x != y {
-			return cfgDead
-		}
-		return x
-	case 127:
-	default:
-		return to(a.step(c, byte(k)))
-	}
-	// Every stack must take all multi-byte characters or none; then one
-	// character stands for all of them.
-	for _, e := range a.cfgs[c].entries {
-		n := e.node()
-		if n <= nodeExit {
-			continue
-		}
-		if e.partial() != 0 {
-			return cfgDead
-		}
-		el := a.g.elems[a.nodes[n].elem]
-		if el.op != opChar {
-			continue
-		}
-		if cls := &a.g.classes[el.arg]; !cls.wide && !cls.narrow {
-			return cfgDead
-		}
-	}
-	p := a.step(c, 0xC2)
-	if p == cfgDead {
-		return cfgDead
-	}
-	return to(a.step(a.info[p]&^exitBit, 0xA0)) // U+00A0
 }

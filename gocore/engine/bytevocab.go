@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // ByteVocabulary is a minimal Vocabulary with no tokenizer behind it, for checking
@@ -54,4 +57,38 @@ func (v ByteVocabulary) TokenID(text string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// MaxByteSpecials bounds the special tokens of a vocabulary ByteVocabularyFor makes.
+const MaxByteSpecials = 1 << 20
+
+// ByteVocabularyFor returns the ByteVocabulary with as many special tokens as grammar
+// g and the ids more refer to (at least one). Every token id of g is checked against
+// MaxByteSpecials before anything is sized by it: `root ::= <[1000000000]>` is a
+// *CompileError naming the rule, not a vocabulary of a billion tokens.
+func ByteVocabularyFor(g *gbnf.Grammar, more ...int) (ByteVocabulary, error) {
+	specials := 1
+	if g == nil {
+		return ByteVocabulary{}, &CompileError{Msg: "nil grammar"}
+	}
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			for _, e := range alt {
+				if e.Kind != gbnf.Token || e.Name != "" {
+					continue
+				}
+				if e.Token < 0 || e.Token >= MaxByteSpecials {
+					return ByteVocabulary{}, &CompileError{Rule: r.Name, Pos: r.Pos,
+						Msg: fmt.Sprintf("token id %d is out of range: without a tokenizer, ids 0..%d are accepted", e.Token, MaxByteSpecials-1)}
+				}
+				specials = max(specials, e.Token+1)
+			}
+		}
+	}
+	for _, n := range more {
+		if n >= 0 && n < MaxByteSpecials {
+			specials = max(specials, n+1)
+		}
+	}
+	return ByteVocabulary{Specials: specials}, nil
 }

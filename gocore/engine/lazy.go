@@ -85,9 +85,12 @@ func (m *Matcher) acceptLazy(id int) error {
 		// The trigger token starts the constrained output.
 		saved := m.cfg
 		m.cfg = m.fam.start
+		m.fam.a.hit = nil
 		nx, rej := m.tokenStep(id, true)
-		m.noteErr()
 		m.cfg = saved
+		if err := m.takeLimit(); err != nil {
+			return err
+		}
 		if rej != nil {
 			rej.Reason = "trigger token does not start the grammar: " + rej.Reason
 			return rej
@@ -152,6 +155,10 @@ func (m *Matcher) watch(text []byte, id int) error {
 		return nil
 	}
 	nx, err := m.acceptText(m.fam.start, m.buf[start:])
+	if _, limit := err.(*LimitError); limit {
+		m.buf = m.buf[:old]
+		return err
+	}
 	if err != nil {
 		constrained := append([]byte(nil), m.buf[start:]...)
 		m.buf = m.buf[:old]

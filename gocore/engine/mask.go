@@ -68,7 +68,8 @@ func (a *arena) planFor(c int32) *maskPlan {
 	return p
 }
 
-// fillMask writes the mask of configuration c into mask (already zeroed).
+// fillMask writes the mask of configuration c into mask (already zeroed). A limit
+// met on the way is left in a.hit (the mask is then not exact).
 func (m *Matcher) fillMask(c int32, mask []uint32) {
 	g := m.g
 	a := m.fam.a
@@ -89,7 +90,10 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 	for _, gr := range p.groups {
 		pc := gr.slot.cache(g)
 		if pc.overflow != nil {
-			m.err = pc.overflow
+			// The context-free analysis met a limit, so its split is not
+			// exact: walk the real stacks instead (exact, or a limit error).
+			m.walk(g.trie.nodes, gr.cfg, mask, limit)
+			continue
 		}
 		pc.orInto(mask)
 		if len(pc.sub) > 1 {
@@ -160,7 +164,8 @@ func clearFrom(mask []uint32, limit int) {
 // walk visits a flat trie from configuration start, advancing one byte per node and
 // skipping the subtree of every byte no stack takes; each token whose node is
 // reached alive is set in mask. This is the hot loop: a node costs one memoized
-// transition lookup.
+// transition lookup. A subtree behind a step that hit a limit is skipped with
+// a.hit set.
 func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) {
 	a := m.fam.a
 	order := m.g.trie.order
@@ -176,7 +181,10 @@ func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) 
 		} else {
 			nx = a.stepSlow(c, nd.b)
 		}
-		if nx == cfgDead {
+		if nx <= cfgDead {
+			if nx == cfgLimit {
+				a.noteLimit()
+			}
 			i = nd.next
 			continue
 		}

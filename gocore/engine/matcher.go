@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,6 @@ type Matcher struct {
 	hist  []histEntry
 	depth []int32 // walk scratch: configuration per trie depth
 	words []uint32
-	err   error // last internal limit error, see Err
 
 	// lazy mode
 	awaiting bool
@@ -90,7 +90,6 @@ func (m *Matcher) Reset() {
 	m.hist = m.hist[:0]
 	m.buf = m.buf[:0]
 	m.awaiting = m.g.opts.triggers != nil
-	m.err = nil
 }
 
 // Clone returns an independent copy of the matcher's state (history included).
@@ -98,37 +97,51 @@ func (m *Matcher) Reset() {
 func (m *Matcher) Clone() *Matcher {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	c := &Matcher{g: m.g, fam: m.fam, cfg: m.cfg, awaiting: m.awaiting, err: m.err}
+	c := &Matcher{g: m.g, fam: m.fam, cfg: m.cfg, awaiting: m.awaiting}
 	c.depth = make([]int32, len(m.depth))
 	c.hist = append(make([]histEntry, 0, max(cap(m.hist), 16)), m.hist...)
 	c.buf = append([]byte(nil), m.buf...)
 	return c
 }
 
-// Err returns the last internal limit error (a state that needed more stacks than
-// the grammar allows), or nil. Masks computed while such an error occurred leave the
-// offending tokens out.
-func (m *Matcher) Err() error { return m.err }
-
-func (m *Matcher) noteErr() {
-	a := m.fam.a
-	if a.overflow != nil {
-		m.err = a.overflow
-		a.overflow = nil
+// limitState returns the *LimitError of the current state if it holds more stacks
+// than the grammar's limit (see WithMaxStacks), else nil. The caller holds the lock.
+func (m *Matcher) limitState() error {
+	if m.awaiting {
+		return nil
 	}
+	if c := &m.fam.a.cfgs[m.cfg]; c.over {
+		return m.g.stackLimit(len(c.entries))
+	}
+	return nil
+}
+
+// takeLimit returns (and clears) the limit the arena met since it was last cleared,
+// as an error (nil if none). The caller holds the lock.
+func (m *Matcher) takeLimit() error {
+	a := m.fam.a
+	if a.hit == nil {
+		return nil
+	}
+	err := a.hit
+	a.hit = nil
+	return err
 }
 
 // CanEnd reports whether the text so far is a complete match of the grammar (so an
 // end-of-generation token is allowed). A lazy matcher still awaiting its trigger can
-// always end.
+// always end. The answer is exact in every state, a limit state included (a state's
+// stacks are all known once it is reached).
 func (m *Matcher) CanEnd() bool {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
 	return m.awaiting || m.fam.a.cfgs[m.cfg].canEnd
 }
 
-// IsDead reports whether no continuation is possible (not even ending). A matcher
-// only gets there through an internal limit error; rejected tokens leave it as it was.
+// IsDead reports whether no continuation is possible (not even ending). Compile
+// refuses grammars with dead ends and refused tokens leave the matcher as it was, so
+// this is false in every state a matcher reaches; it is kept as a cheap invariant
+// check for callers and tests.
 func (m *Matcher) IsDead() bool {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
@@ -175,75 +188,83 @@ func (m *Matcher) Rollback(n int) error {
 // width: ids at or above the vocabulary size (padding) are always cleared. Special
 // tokens are allowed only where the grammar names them; end-of-generation tokens
 // exactly when the grammar can end. A lazy matcher awaiting its trigger allows all.
-func (m *Matcher) FillMask(mask []uint32) {
+//
+// The mask is exact: token i is set iff AcceptToken(i) succeeds. Where a limit
+// (see WithMaxStacks) prevents an exact answer, FillMask returns a *LimitError and
+// leaves the mask cleared: the caller must not use it.
+func (m *Matcher) FillMask(mask []uint32) error {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			clear(mask)
-			m.err = fmt.Errorf("engine: internal error filling a mask: %v", r)
-		}
-	}()
 	clear(mask)
 	if m.awaiting {
 		m.fillAll(mask, min(len(mask)*32, m.g.size), true)
-		return
+		return nil
+	}
+	if err := m.limitState(); err != nil {
+		return err
 	}
 	if m.cfg == cfgDead {
-		return
+		return nil
 	}
+	m.fam.a.hit = nil
 	m.fillMask(m.cfg, mask)
-	m.noteErr()
+	if err := m.takeLimit(); err != nil {
+		clear(mask)
+		return err
+	}
+	return nil
 }
 
-// AllowedTokens appends the ids FillMask would allow to dst and returns it.
-func (m *Matcher) AllowedTokens(dst []int) []int {
+// AllowedTokens appends the ids FillMask would allow to dst and returns it, or the
+// error FillMask returns (then dst unchanged).
+func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
 	w := (m.g.size + 31) / 32
 	if cap(m.words) < w {
 		m.words = make([]uint32, w)
 	}
 	m.words = m.words[:w]
-	m.FillMask(m.words)
+	if err := m.FillMask(m.words); err != nil {
+		return dst, err
+	}
 	for i, x := range m.words {
 		for x != 0 {
-			b := trailingZeros(x)
+			b := bits.TrailingZeros32(x)
 			dst = append(dst, i*32+b)
 			x &= x - 1
 		}
 	}
-	return dst
-}
-
-func trailingZeros(x uint32) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
+	return dst, nil
 }
 
 // IsAllowed reports whether token id may come next (the same answer FillMask
-// gives for it), without changing the matcher.
-func (m *Matcher) IsAllowed(id int) (ok bool) {
+// gives for it, and AcceptToken would give), without changing the matcher. Where a
+// limit prevents an exact answer it returns a *LimitError.
+func (m *Matcher) IsAllowed(id int) (bool, error) {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			ok = false
-			m.err = fmt.Errorf("engine: internal error checking token %d: %v", id, r)
-		}
-	}()
 	if m.awaiting {
-		return id >= 0 && id < m.g.size
+		return id >= 0 && id < m.g.size, nil
 	}
+	if err := m.limitState(); err != nil {
+		return false, err
+	}
+	m.fam.a.hit = nil
 	nx, _ := m.tokenStep(id, false)
-	m.noteErr()
-	return nx != cfgDead
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go).
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return false, err
+		}
+		return ok, nil
+	}
+	return nx != cfgDead, nil
 }
 
 // tokenStep computes the configuration after token id, or cfgDead and, if explain,
-// the reason.
+// the reason. A step that hits a limit gives cfgDead with a.hit set (and no reason):
+// the caller must check a.hit before calling it a rejection.
 func (m *Matcher) tokenStep(id int, explain bool) (int32, *RejectError) {
 	g := m.g
 	if id < 0 || id >= g.size {
@@ -265,19 +286,21 @@ func (m *Matcher) tokenStep(id int, explain bool) (int32, *RejectError) {
 		}
 	}
 	if g.hasToken && a.cfgs[m.cfg].tokTops {
-		if t := a.stepToken(m.cfg, int32(id), isEOG); t != cfgDead {
+		if t := a.stepToken(m.cfg, int32(id), isEOG); t == cfgLimit {
+			return cfgDead, nil
+		} else if t != cfgDead {
 			if nx == cfgDead {
 				nx = t
-			} else {
-				nx = a.union(nx, t)
+			} else if nx = a.union(nx, t); nx == cfgLimit {
+				return cfgDead, nil
 			}
 		}
 	}
 	if isEOG && a.cfgs[m.cfg].canEnd {
 		if nx == cfgDead {
 			nx = m.fam.end
-		} else {
-			nx = a.union(nx, m.fam.end)
+		} else if nx = a.union(nx, m.fam.end); nx == cfgLimit {
+			return cfgDead, nil
 		}
 	}
 	if nx != cfgDead || !explain {
@@ -301,19 +324,39 @@ func (m *Matcher) tokenStep(id int, explain bool) (int32, *RejectError) {
 
 // AcceptToken advances the matcher by token id. A refused token leaves the matcher
 // unchanged and returns a *RejectError naming the token, its text and the reason.
-func (m *Matcher) AcceptToken(id int) (err error) {
+// Where a limit prevents deciding (see WithMaxStacks), it returns a *LimitError and
+// leaves the matcher unchanged.
+func (m *Matcher) AcceptToken(id int) error {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	defer m.guard(&err)
 	if m.awaiting {
 		return m.acceptLazy(id)
 	}
+	if err := m.limitState(); err != nil {
+		return err
+	}
+	m.fam.a.hit = nil
 	nx, rej := m.tokenStep(id, true)
-	m.noteErr()
-	if rej != nil {
-		if m.err != nil {
-			rej.Reason += " (" + m.err.Error() + ")"
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go);
+		// an allowed token leads to the limit state.
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return err
 		}
+		if !ok {
+			_, rej = m.tokenStep(id, true)
+			if rej == nil || m.fam.a.hit != nil {
+				m.fam.a.hit = nil
+				rej = &RejectError{Token: id, Text: m.g.vocab.TokenBytes(id), Offset: -1,
+					Reason: "the grammar does not allow it here; expected " + m.expected(m.cfg)}
+			}
+			return rej
+		}
+		nx, rej = m.fam.a.overCfg(), nil
+	}
+	if rej != nil {
 		return rej
 	}
 	m.push()
@@ -328,12 +371,15 @@ const maxTables = 1 << 15
 // AcceptBytes advances the matcher by raw text, as if generated. A refused text
 // leaves the matcher unchanged and returns a *RejectError with the failing offset.
 // For a lazy matcher still awaiting its trigger, the text is watched for triggers.
-func (m *Matcher) AcceptBytes(b []byte) (err error) {
+// Where a limit prevents deciding, it returns a *LimitError and changes nothing.
+func (m *Matcher) AcceptBytes(b []byte) error {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	defer m.guard(&err)
 	if m.awaiting {
 		return m.watch(b, -1)
+	}
+	if err := m.limitState(); err != nil {
+		return err
 	}
 	nx, err := m.acceptText(m.cfg, b)
 	if err != nil {
@@ -345,18 +391,27 @@ func (m *Matcher) AcceptBytes(b []byte) (err error) {
 	return nil
 }
 
+// acceptText walks configuration c over b: the configuration after it, a
+// *RejectError, or a *LimitError (a limit met on the way, or a limit state at any
+// point of the text).
 func (m *Matcher) acceptText(c int32, b []byte) (int32, error) {
 	a := m.fam.a
-	last, off := a.walkBytes(c, b)
-	m.noteErr()
-	if off < len(b) {
-		reason := fmt.Sprintf("byte 0x%02x does not fit the grammar; expected %s", b[off], m.expected(last))
-		if m.err != nil {
-			reason += " (" + m.err.Error() + ")"
+	a.hit = nil
+	for i, x := range b {
+		if a.cfgs[c].over && i > 0 {
+			return cfgDead, m.g.stackLimit(len(a.cfgs[c].entries))
 		}
-		return cfgDead, &RejectError{Token: -1, Text: b, Offset: off, Reason: reason}
+		nx := a.step(c, x)
+		if err := m.takeLimit(); err != nil {
+			return cfgDead, err
+		}
+		if nx == cfgDead {
+			reason := fmt.Sprintf("byte 0x%02x does not fit the grammar; expected %s", x, m.expected(c))
+			return cfgDead, &RejectError{Token: -1, Text: b, Offset: i, Reason: reason}
+		}
+		c = nx
 	}
-	return last, nil
+	return c, nil
 }
 
 // expected describes what configuration c accepts next, briefly.
@@ -434,12 +489,4 @@ func (m *Matcher) Expected() string {
 		return "anything (awaiting a trigger)"
 	}
 	return m.expected(m.cfg)
-}
-
-// guard turns a panic inside the engine into an error value for the caller.
-func (m *Matcher) guard(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("engine: internal error: %v", r)
-		m.err = *err
-	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -50,6 +49,8 @@ type trie struct {
 	// tokChars[k]: how many characters token order[k] starts (bytes that are not
 	// UTF-8 continuation bytes; capped at 0xFFFF).
 	tokChars []uint16
+	// index[id]: the index of token id in order, or -1 (not a text token).
+	index []int32
 	// textBits: the set of the tokens in order, as a bitset over ids.
 	textBits []uint32
 	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
@@ -83,7 +84,7 @@ func trieFor(v Vocabulary) *trie {
 	s, _ := trieCache.LoadOrStore(v, &trieSlot{})
 	slot := s.(*trieSlot)
 	slot.once.Do(func() { slot.t = buildTrie(v) })
-	if slot.t == nil { // the build panicked once; let the caller's recover see it again
+	if slot.t == nil { // the first build panicked (a broken Vocabulary): build again
 		return buildTrie(v)
 	}
 	return slot.t
@@ -147,6 +148,13 @@ func buildTrie(v Vocabulary) *trie {
 			}
 		}
 		t.tokChars[k] = uint16(min(n, 0xFFFF))
+	}
+	t.index = make([]int32, n)
+	for i := range t.index {
+		t.index[i] = -1
+	}
+	for k, id := range ids {
+		t.index[id] = int32(k)
 	}
 	t.textBits = make([]uint32, (n+31)/32)
 	for _, id := range ids {
@@ -274,16 +282,11 @@ func buildNodes(count int, key func(k int) []byte, pos func(k int) int32) ([]tri
 }
 
 // Prepare builds and caches the token trie of v ahead of the first Compile (which
-// would otherwise build it). It is cheap for a vocabulary already prepared. The
-// error reports a Vocabulary that failed (panicked) while being read.
-func Prepare(v Vocabulary) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("engine: building the token trie: %v", r)
-		}
-	}()
-	if v != nil {
-		trieFor(v)
+// would otherwise build it). It is cheap for a vocabulary already prepared.
+func Prepare(v Vocabulary) error {
+	if v == nil {
+		return &CompileError{Msg: "nil vocabulary"}
 	}
+	trieFor(v)
 	return nil
 }

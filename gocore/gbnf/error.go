@@ -26,6 +26,10 @@ const (
 	// ErrTooLarge: a repetition count or the expanded grammar exceeds a limit
 	// (WithMaxRepeat, WithMaxElements).
 	ErrTooLarge
+	// ErrDeadEnd: an element the root can reach can never match (a character class
+	// that matches nothing, such as surrogates or [^\x00-\U0010FFFF], or a rule that
+	// can match nothing, such as a ::= b, b ::= a).
+	ErrDeadEnd
 )
 
 var codeNames = [...]string{
@@ -38,6 +42,7 @@ var codeNames = [...]string{
 	ErrMissingRoot:   "missing root rule",
 	ErrLeftRecursion: "left recursion",
 	ErrTooLarge:      "grammar too large",
+	ErrDeadEnd:       "dead end",
 }
 
 // String names the code, e.g. "undefined rule".

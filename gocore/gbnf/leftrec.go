@@ -25,16 +25,18 @@ type leftEdge struct {
 
 func checkLeftRecursion(c *compiler) error {
 	g := c.g
-	nullable := nullableRules(g)
+	nullable := Nullable(g)
 	edges := make([][]leftEdge, len(g.Rules))
 	for r, rule := range g.Rules {
 		for a, alt := range rule.Alts {
 			for i, e := range alt {
-				if e.Kind != RuleRef {
+				if e.Kind != RuleRef && e.Kind != Repeat {
 					break
 				}
-				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: i < len(alt)-1, site: refSite{r, a, i}})
-				if !nullable[e.Rule] {
+				// A counter's frame stays below its rule: it always grows.
+				grows := i < len(alt)-1 || e.Kind == Repeat
+				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: grows, site: refSite{r, a, i}})
+				if !nullable[e.Rule] && !(e.Kind == Repeat && e.Min == 0) {
 					break
 				}
 			}
@@ -59,55 +61,6 @@ func checkLeftRecursion(c *compiler) error {
 		}
 	}
 	return nil
-}
-
-// nullableRules reports which rules can match the empty string, by a worklist
-// over the alternatives made only of rule references.
-func nullableRules(g *Grammar) []bool {
-	nullable := make([]bool, len(g.Rules))
-	var pending []int                   // per candidate alternative: references not yet known nullable
-	var owner []int                     // per candidate alternative: its rule
-	uses := make([][]int, len(g.Rules)) // rule -> candidate alternatives referring to it (with repeats)
-	var work []int
-	for r, rule := range g.Rules {
-		for _, alt := range rule.Alts {
-			refsOnly := true
-			for _, e := range alt {
-				if e.Kind != RuleRef {
-					refsOnly = false
-					break
-				}
-			}
-			if !refsOnly {
-				continue
-			}
-			if len(alt) == 0 {
-				if !nullable[r] {
-					nullable[r] = true
-					work = append(work, r)
-				}
-				continue
-			}
-			id := len(pending)
-			pending = append(pending, len(alt))
-			owner = append(owner, r)
-			for _, e := range alt {
-				uses[e.Rule] = append(uses[e.Rule], id)
-			}
-		}
-	}
-	for len(work) > 0 {
-		r := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, id := range uses[r] {
-			pending[id]--
-			if pending[id] == 0 && !nullable[owner[id]] {
-				nullable[owner[id]] = true
-				work = append(work, owner[id])
-			}
-		}
-	}
-	return nullable
 }
 
 // components numbers the strongly connected components of the left-edge graph

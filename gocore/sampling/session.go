@@ -5,11 +5,12 @@ package sampling
 type Grammar interface {
 	// FillMask writes the set of tokens allowed next: bit i%32 of mask[i/32] (least
 	// significant bit first) is 1 iff token i is allowed. len(mask) is ceil(V/32) for a
-	// logits row of V entries; bits of ids the grammar does not know must be 0.
-	FillMask(mask []uint32)
+	// logits row of V entries; bits of ids the grammar does not know must be 0. An
+	// error (e.g. a grammar limit) means there is no mask to use.
+	FillMask(mask []uint32) error
 	// IsAllowed reports whether token id is allowed next, without computing a full mask.
-	// It must agree with FillMask.
-	IsAllowed(id int) bool
+	// It must agree with FillMask (and fail where it fails).
+	IsAllowed(id int) (bool, error)
 	// AcceptToken advances the grammar past token id; an error means id was not allowed
 	// (the matcher's state must then be unchanged).
 	AcceptToken(id int) error
@@ -84,7 +85,13 @@ func (s *Session) Sample(logits []float32) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if s.grammar == nil || s.grammarFirst || s.grammar.IsAllowed(id) {
+	ok := s.grammar == nil || s.grammarFirst
+	if !ok {
+		if ok, err = s.grammar.IsAllowed(id); err != nil {
+			return -1, err
+		}
+	}
+	if ok {
 		s.stats.Steps++
 		return id, nil
 	}
@@ -116,7 +123,9 @@ func (s *Session) applyGrammar(n int) error {
 	}
 	m := s.mask[:words]
 	clear(m)
-	s.grammar.FillMask(m)
+	if err := s.grammar.FillMask(m); err != nil {
+		return err
+	}
 	s.stats.Masks++
 	d := s.cands.Data
 	any := false

@@ -27,8 +27,9 @@ type Matcher[M any] interface {
 	// AcceptToken advances the state by one token, or returns an error saying why the
 	// token is not allowed (the state is then unchanged).
 	AcceptToken(id int) error
-	// FillMask writes the allowed-token bitset (bit i of word i/32 is token i).
-	FillMask(mask []uint32)
+	// FillMask writes the allowed-token bitset (bit i of word i/32 is token i), or
+	// returns an error (then the mask must not be used: e.g. a grammar limit).
+	FillMask(mask []uint32) error
 	// Clone returns an independent copy.
 	Clone() M
 }
@@ -60,6 +61,7 @@ type node[M Matcher[M]] struct {
 	dead     bool  // the host chose a token the grammar rejects
 	err      error // why it is dead
 	maskDone bool
+	maskErr  error // why the mask could not be computed
 	mask     []uint32
 }
 
@@ -190,13 +192,17 @@ func (s *Session[M]) Row(r int) RowState {
 // Mask returns row r's allowed-token bitset of the given number of words, computing it
 // once per distinct state. Finished and dead rows allow only end-of-generation tokens
 // (eog is that bitset), so the host ends them. The slice is owned by the session and
-// valid until the next Step.
-func (s *Session[M]) Mask(r, words int, eog []uint32) []uint32 {
+// valid until the next Step. An error from the matcher's FillMask is returned
+// instead of a mask.
+func (s *Session[M]) Mask(r, words int, eog []uint32) ([]uint32, error) {
 	n := s.rowNode[r]
 	if !n.maskDone {
 		s.fill(n, words, eog)
 	}
-	return n.mask
+	if n.maskErr != nil {
+		return nil, n.maskErr
+	}
+	return n.mask, nil
 }
 
 func (s *Session[M]) fill(n *node[M], words int, eog []uint32) {
@@ -208,14 +214,15 @@ func (s *Session[M]) fill(n *node[M], words int, eog []uint32) {
 		copy(n.mask, eog)
 		clear(n.mask[min(len(eog), words):])
 	} else {
-		n.m.FillMask(n.mask)
+		n.maskErr = n.m.FillMask(n.mask)
 	}
 	n.maskDone = true
 }
 
 // FillAll computes the masks of all rows, distinct states in parallel on up to
-// `workers` goroutines (a batch's rows are independent).
-func (s *Session[M]) FillAll(words int, eog []uint32, workers int) {
+// `workers` goroutines (a batch's rows are independent). It returns the first
+// row's error, if any (see Mask).
+func (s *Session[M]) FillAll(words int, eog []uint32, workers int) error {
 	todo := make([]*node[M], 0, len(s.rowNode))
 	seen := make(map[*node[M]]bool, len(s.rowNode))
 	for _, n := range s.rowNode {
@@ -228,7 +235,7 @@ func (s *Session[M]) FillAll(words int, eog []uint32, workers int) {
 		for _, n := range todo {
 			s.fill(n, words, eog)
 		}
-		return
+		return s.firstErr()
 	}
 	var wg sync.WaitGroup
 	next := make(chan *node[M])
@@ -246,4 +253,15 @@ func (s *Session[M]) FillAll(words int, eog []uint32, workers int) {
 	}
 	close(next)
 	wg.Wait()
+	return s.firstErr()
+}
+
+// firstErr returns the first row's mask error, if any.
+func (s *Session[M]) firstErr() error {
+	for _, n := range s.rowNode {
+		if n.maskErr != nil {
+			return n.maskErr
+		}
+	}
+	return nil
 }

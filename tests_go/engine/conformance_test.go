@@ -70,7 +70,7 @@ func TestConformanceMustParse(t *testing.T) {
 			gr, err := engine.Compile(g, tinyVocab)
 			require.NoError(t, err)
 			mask := make([]uint32, (tinyVocab.Size()+31)/32)
-			gr.NewMatcher().FillMask(mask)
+			require.NoError(t, gr.NewMatcher().FillMask(mask))
 		})
 	}
 }

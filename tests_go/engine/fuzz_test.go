@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tetherlm/tether/gocore/engine"
@@ -53,7 +54,17 @@ func FuzzMatcher(f *testing.F) {
 		grs = append(grs, gr)
 	}
 	// tokens <[1]>, <[2]> of grammar 2 are ids 1 and 2 of this vocabulary
-	f.Fuzz(func(t *testing.T, data []byte) {
+	all := make([]int, v.Size()+2) // a few ids outside the vocabulary too
+	for i := range all {
+		all[i] = i
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzMatcherRun(t, grs, v, all, data) })
+}
+
+// fuzzMatcherRun is one FuzzMatcher input: data[0] picks the grammar, every next
+// byte an operation.
+func fuzzMatcherRun(t *testing.T, grs []*engine.Grammar, v *listVocab, all []int, data []byte) {
+	{
 		if len(data) == 0 {
 			return
 		}
@@ -62,39 +73,47 @@ func FuzzMatcher(f *testing.F) {
 		prev := make([]uint32, 3)
 		for i := 1; i < len(data); i++ {
 			op := data[i]
-			m.FillMask(mask)
-			check(t, m, v, mask)
+			maskErr := m.FillMask(mask)
+			check(t, m, v, mask, maskErr, all)
 			switch {
 			case op < 200: // accept a token
-				id := int(op) % (v.Size() + 2) // a few ids outside the vocabulary too
+				id := int(op) % (v.Size() + 2)
 				copy(prev, mask)
-				allowed := id < v.Size() && mask[id>>5]&(1<<(uint(id)&31)) != 0
+				prevErr := maskErr
+				allowed := bitSet(mask, id)
 				h := m.History()
 				err := m.AcceptToken(id)
-				if (err == nil) != allowed && m.Err() == nil {
+				if maskErr == nil && (err == nil) != allowed {
 					t.Fatalf("token %d: mask says %v, AcceptToken says %v", id, allowed, err)
+				}
+				if maskErr != nil && err != nil && !isLimit(err) {
+					if _, ok := err.(*engine.RejectError); !ok {
+						t.Fatalf("token %d: error of unknown type %T: %v", id, err, err)
+					}
 				}
 				if err != nil {
 					if m.History() != h {
 						t.Fatalf("refused token changed the history")
 					}
-					m.FillMask(mask)
-					if mask[0] != prev[0] || mask[1] != prev[1] || mask[2] != prev[2] {
-						t.Fatalf("refused token %d changed the mask", id)
+					if e := m.FillMask(mask); (e == nil) != (prevErr == nil) || !slices.Equal(mask, prev) {
+						t.Fatalf("refused token %d changed the mask (%v, %v)", id, e, prevErr)
 					}
 				} else if i%3 == 0 {
 					if err := m.Rollback(1); err != nil {
 						t.Fatal(err)
 					}
-					m.FillMask(mask)
-					if mask[0] != prev[0] || mask[1] != prev[1] || mask[2] != prev[2] {
-						t.Fatalf("rollback after token %d did not restore the mask", id)
+					if e := m.FillMask(mask); (e == nil) != (prevErr == nil) || !slices.Equal(mask, prev) {
+						t.Fatalf("rollback after token %d did not restore the mask (%v, %v)", id, e, prevErr)
 					}
 					_ = m.AcceptToken(id)
 				}
 			case op < 230: // raw bytes
 				end := min(len(data), i+1+int(op-200)%4)
-				_ = m.AcceptBytes(data[i+1 : end])
+				if err := m.AcceptBytes(data[i+1 : end]); err != nil && !isLimit(err) {
+					if _, ok := err.(*engine.RejectError); !ok {
+						t.Fatalf("bytes: error of unknown type %T: %v", err, err)
+					}
+				}
 				i = end - 1
 			case op < 240:
 				_ = m.Rollback(int(op-230) % 3)
@@ -104,29 +123,20 @@ func FuzzMatcher(f *testing.F) {
 				m.Reset()
 			}
 		}
-	})
+	}
 }
 
-// check compares a mask with the per-token verdict, cloning for a few tokens.
-func check(t *testing.T, m *engine.Matcher, v *listVocab, mask []uint32) {
+// check compares a mask with the per-token verdicts over ids (see
+// stateDisagreements) and checks the padding.
+func check(t *testing.T, m *engine.Matcher, v *listVocab, mask []uint32, maskErr error, ids []int) {
 	t.Helper()
 	if mask[1]>>(uint(v.Size())-32) != 0 || mask[2] != 0 {
 		t.Fatalf("padding bits set: %x", mask)
 	}
-	for id := 0; id < v.Size(); id++ {
-		in := mask[id>>5]&(1<<(uint(id)&31)) != 0
-		if m.IsAllowed(id) != in && m.Err() == nil {
-			t.Fatalf("token %d %q: mask %v, IsAllowed %v", id, v.TokenBytes(id), in, !in)
-		}
-		if id%7 == 0 {
-			c := m.Clone()
-			if (c.AcceptToken(id) == nil) != in && m.Err() == nil && c.Err() == nil {
-				t.Fatalf("token %d %q: mask %v, clone+accept disagrees", id, v.TokenBytes(id), in)
-			}
-		}
+	if maskErr != nil && (mask[0] != 0 || mask[1] != 0) {
+		t.Fatalf("mask error %v, but the mask is not cleared: %x", maskErr, mask)
 	}
-	eos := v.Size() - 1
-	if m.CanEnd() != (mask[eos>>5]&(1<<(uint(eos)&31)) != 0) {
-		t.Fatalf("CanEnd %v but EOG bit %v", m.CanEnd(), !m.CanEnd())
+	if bad := stateDisagreements(m, v, mask, maskErr, ids, 3); len(bad) > 0 {
+		t.Fatalf("%d disagreements, first: %v", len(bad), bad[:min(5, len(bad))])
 	}
 }

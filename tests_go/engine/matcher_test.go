@@ -62,7 +62,13 @@ func (v *listVocab) TokenID(text string) (int, bool) {
 }
 
 // allowed lists the ids a fresh mask allows.
-func allowed(m *engine.Matcher) []int { return m.AllowedTokens(nil) }
+func allowed(m *engine.Matcher) []int {
+	ids, err := m.AllowedTokens(nil)
+	if err != nil {
+		panic(err)
+	}
+	return ids
+}
 
 func TestPartialUTF8AcrossTokens(t *testing.T) {
 	// "é" is C3 A9; "日" is E6 97 A5; "😀" is F0 9F 98 80.
@@ -182,9 +188,9 @@ func TestMaskWidthAndPadding(t *testing.T) {
 	v := newListVocab("a", "b")
 	m := compile(t, `root ::= [a-z]*`, v).NewMatcher()
 	mask := []uint32{0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF} // model vocabulary of 96 ids
-	m.FillMask(mask)
+	require.NoError(t, m.FillMask(mask))
 	assert.Equal(t, []uint32{0b11, 0, 0}, mask)
-	m.FillMask(mask[:0]) // zero width: nothing to do, no panic
+	require.NoError(t, m.FillMask(mask[:0])) // zero width: nothing to do, no panic
 }
 
 func TestRollbackCloneReset(t *testing.T) {

@@ -27,10 +27,8 @@ func sameMasks(t *testing.T, a, b *engine.Grammar, text string) []uint32 {
 	wa, wb := make([]uint32, (size+31)/32), make([]uint32, (size+31)/32)
 	var first []uint32
 	for i := 0; i <= len(text); i++ {
-		ma.FillMask(wa)
-		mb.FillMask(wb)
-		require.NoError(t, ma.Err())
-		require.NoError(t, mb.Err())
+		require.NoError(t, ma.FillMask(wa))
+		require.NoError(t, mb.FillMask(wb))
 		if first == nil {
 			first = append([]uint32(nil), wa...)
 		}
@@ -144,7 +142,7 @@ func TestSharedCacheDoesNotShareDifferentInputs(t *testing.T) {
 			sb, ub := sharedPair(t, c.b, v)
 			before := sb.SharedCacheStats()
 			maskB := make([]uint32, len(maskA))
-			sb.NewMatcher().FillMask(maskB)
+			require.NoError(t, sb.NewMatcher().FillMask(maskB))
 			after := sb.SharedCacheStats()
 			require.Equal(t, before.Hits, after.Hits, "the second grammar reused a position cache of the first")
 			require.Greater(t, after.Misses, before.Misses)
@@ -172,7 +170,7 @@ ws ::= [ \t]*
 	m := ref.NewMatcher()
 	for i := 0; i <= len(text); i++ {
 		w := make([]uint32, (size+31)/32)
-		m.FillMask(w)
+		require.NoError(t, m.FillMask(w))
 		want = append(want, w)
 		if i < len(text) {
 			require.NoError(t, m.AcceptBytes([]byte{text[i]}))
@@ -189,7 +187,10 @@ ws ::= [ \t]*
 				m := gr.NewMatcher()
 				mask := make([]uint32, (size+31)/32)
 				for i := 0; i <= len(text); i++ {
-					m.FillMask(mask)
+					if err := m.FillMask(mask); err != nil {
+						errs <- err
+						return
+					}
 					if !slices.Equal(mask, want[i]) {
 						errs <- fmt.Errorf("after %q: mask differs: %s", text[:i], maskDiff(v, mask, want[i]))
 						return

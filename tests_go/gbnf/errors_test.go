@@ -66,8 +66,6 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed bounds", `root ::= "a"{2,3`, gbnf.ErrSyntax, `1:17: expected "}" to close the "{" at 1:13, found end of input`},
 		{"count too large", `root ::= "a"{5000}`, gbnf.ErrTooLarge, `1:13: repetition count 5000 exceeds the limit of 2000 (WithMaxRepeat)`},
 		{"number too large", `root ::= "a"{99999999999}`, gbnf.ErrTooLarge, `1:14: repetition count 99999999999 is too large`},
-		{"max too large", `root ::= "a"{0,2000000}`, gbnf.ErrTooLarge,
-			`1:13: repetition unrolls to more than 1048576 elements (WithMaxElements): bound them more tightly, or use * and +`},
 		{"nested repetitions", `root ::= (((("a"{0,99}){0,99}){0,99}){0,99})`, gbnf.ErrTooLarge,
 			`1:38: nested repetitions unroll to more than 1048576 elements (WithMaxElements): bound them more tightly, or use * and +`},
 
@@ -92,6 +90,19 @@ func TestParseErrors(t *testing.T) {
 			`2:12: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
 		{"left recursion through a nullable rule", "root ::= a\na ::= e a \"x\" | \"y\"\ne ::= f\nf ::= \"f\" |", gbnf.ErrLeftRecursion,
 			`2:9: left recursion: a -> a: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
+		// Dead ends: a reachable element that can never match.
+		{"surrogate class", `root ::= [\uD800-\uDFFF]`, gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": a character that matches nothing ([\U0000D800-\U0000DFFF]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
+		{"class that matches nothing", `root ::= "a" [^\x00-\U0010FFFF]`, gbnf.ErrDeadEnd,
+			`1:14: dead end in rule "root": a character that matches nothing ([^\U00000000-\U0010FFFF]); a matcher reaching it could neither go on nor end`},
+		{"rules that produce nothing", "root ::= a\na ::= b\nb ::= a", gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": rule "a" can never match anything (every way through it needs itself or a character that matches nothing); a matcher reaching it could neither go on nor end`},
+		{"a rule that never ends", "root ::= \"a\" | b\nb ::= \"x\" b", gbnf.ErrDeadEnd,
+			`1:16: dead end in rule "root": rule "b" can never match anything (every way through it needs itself or a character that matches nothing); a matcher reaching it could neither go on nor end`},
+		{"surrogate inside a repetition", `root ::= ([\uD800] "x")*`, gbnf.ErrDeadEnd,
+			`1:11: dead end in rule "root": a character that matches nothing ([\U0000D800]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
+		{"surrogate in a literal", `root ::= "x\uDC00"`, gbnf.ErrDeadEnd,
+			`1:10: dead end in rule "root": a character that matches nothing ([\U0000DC00]: surrogate code points U+D800..U+DFFF are not characters); a matcher reaching it could neither go on nor end`},
 		{"left recursion inside a repetition", `root ::= (root "a")*`, gbnf.ErrLeftRecursion,
 			`1:20: left recursion: root -> root: a rule reaches itself again before matching any text (write x ::= x y | z as x ::= z y*)`},
 	}
@@ -141,7 +152,6 @@ func TestParsePathologicalIsBounded(t *testing.T) {
 	}{
 		{"six nested {0,99}", `root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}`},
 		{"long literals repeated", manyRules(200, `"`+strings.Repeat("abcdefgh", 1000)+`"{2000}`)},
-		{"many wide optional chains", manyRules(200, `"a"{0,2000} "b"{0,2000} "c"{0,2000}`)},
 		{"deep parentheses", "root ::= " + strings.Repeat("(", 5000) + `"a"` + strings.Repeat(")", 5000)},
 	}
 	for _, tt := range tests {
@@ -157,6 +167,45 @@ func TestParsePathologicalIsBounded(t *testing.T) {
 	}
 }
 
+// TestCountersKeepParsingCheap: large counts are counters (gbnf.Repeat), not
+// unrolled: wide optional chains that unrolled past the limits parse at once into
+// a few rules, and an optional part of a million costs one element.
+func TestCountersKeepParsingCheap(t *testing.T) {
+	start := time.Now()
+	g, err := gbnf.Parse(manyRules(200, `"a"{0,2000} "b"{0,2000} "c"{0,2000}`))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(g.Rules), 200*4)
+	g, err = gbnf.Parse(`root ::= "a"{0,2000000} [a-z]{3,1000000} ("x" [0-9]){70,}`)
+	require.NoError(t, err)
+	checkInvariants(t, g)
+	checkRoundTrip(t, g)
+	reps := 0
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			for _, e := range alt {
+				if e.Kind == gbnf.Repeat {
+					reps++
+				}
+			}
+		}
+	}
+	assert.Equal(t, 3, reps)
+	assert.Less(t, len(g.Rules), 10)
+	assert.Less(t, time.Since(start), time.Second)
+
+	// A counted item that can be empty is unrolled (as S{0,n}).
+	g, err = gbnf.Parse(`root ::= ("a"?){0,100}`)
+	require.NoError(t, err)
+	checkInvariants(t, g)
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			for _, e := range alt {
+				assert.NotEqual(t, gbnf.Repeat, e.Kind)
+			}
+		}
+	}
+}
+
 // manyRules is a grammar of n rules root, r1, r2, ... with the same body.
 func manyRules(n int, body string) string {
 	var b strings.Builder
@@ -165,4 +214,19 @@ func manyRules(n int, body string) string {
 		fmt.Fprintf(&b, "r%d ::= %s\n", i, body)
 	}
 	return b.String()
+}
+
+// TestNoDeadEndsAccepted: classes that merely include surrogates among real
+// characters, and unreachable rules, are not dead ends.
+func TestNoDeadEndsAccepted(t *testing.T) {
+	for _, src := range []string{
+		`root ::= [a\uD800]`,
+		`root ::= [\u0000-\U0010FFFF]`,
+		`root ::= [^"\\]* | .`,
+		"root ::= \"a\"\nunused ::= [\\uD800]",
+		"root ::= x\nx ::= \"a\" x | \"\"",
+	} {
+		_, err := gbnf.Parse(src)
+		assert.NoError(t, err, "%q", src)
+	}
 }

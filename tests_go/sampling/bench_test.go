@@ -109,17 +109,18 @@ func (g *scanGrammar) allowed(tok []byte) bool {
 	return true
 }
 
-func (g *scanGrammar) FillMask(mask []uint32) {
+func (g *scanGrammar) FillMask(mask []uint32) error {
 	clear(mask)
 	for id, tok := range g.tokens {
 		if g.allowed(tok) {
 			mask[id/32] |= 1 << (id % 32)
 		}
 	}
+	return nil
 }
 
-func (g *scanGrammar) IsAllowed(id int) bool {
-	return id >= 0 && id < len(g.tokens) && g.allowed(g.tokens[id])
+func (g *scanGrammar) IsAllowed(id int) (bool, error) {
+	return id >= 0 && id < len(g.tokens) && g.allowed(g.tokens[id]), nil
 }
 
 func (g *scanGrammar) AcceptToken(int) error { return nil }

@@ -97,16 +97,17 @@ func (g *setGrammar) load() {
 	}
 }
 
-func (g *setGrammar) FillMask(mask []uint32) {
+func (g *setGrammar) FillMask(mask []uint32) error {
 	clear(mask)
 	for id := range g.allowed {
 		if id/32 < len(mask) {
 			mask[id/32] |= 1 << (id % 32)
 		}
 	}
+	return nil
 }
 
-func (g *setGrammar) IsAllowed(id int) bool { return g.allowed[id] }
+func (g *setGrammar) IsAllowed(id int) (bool, error) { return g.allowed[id], nil }
 
 func (g *setGrammar) AcceptToken(id int) error {
 	if !g.allowed[id] {

@@ -48,6 +48,14 @@ func rows(prompt []int64, gens ...[]int64) ([]int64, int, int) {
 	return ids, len(gens), n
 }
 
+// must returns the mask, panicking on a mask error (these test matchers have none).
+func must(mask []uint32, err error) []uint32 {
+	if err != nil {
+		panic(err)
+	}
+	return mask
+}
+
 func allowed(mask []uint32, id int) bool { return mask[id/32]&(1<<(id%32)) != 0 }
 
 func allowedBytes(mask []uint32) string {
@@ -77,18 +85,18 @@ func TestRowsFollowTheirTokensNotTheirPositions(t *testing.T) {
 	s := newSession(t, `root ::= "ab" | "ac" | "xyz"`)
 	prompt := []int64{0, 0, 0}
 	step(t, s, prompt, nil, nil) // two rows, nothing generated
-	assert.Equal(t, "ax", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "ax", allowedBytes(must(s.Mask(0, words, eogMask))))
 
 	step(t, s, prompt, toks("a"), toks("x"))
-	assert.Equal(t, "bc", allowedBytes(s.Mask(0, words, eogMask)))
-	assert.Equal(t, "y", allowedBytes(s.Mask(1, words, eogMask)))
+	assert.Equal(t, "bc", allowedBytes(must(s.Mask(0, words, eogMask))))
+	assert.Equal(t, "y", allowedBytes(must(s.Mask(1, words, eogMask))))
 
 	// Beam search swaps the rows: each row's state comes from its own tokens.
 	step(t, s, prompt, toks("xy"), toks("ab"))
-	assert.Equal(t, "z", allowedBytes(s.Mask(0, words, eogMask)))
-	assert.Equal(t, "", allowedBytes(s.Mask(1, words, eogMask)))
-	assert.True(t, allowed(s.Mask(1, words, eogMask), eos), "complete: the end token is allowed")
-	assert.False(t, allowed(s.Mask(0, words, eogMask), eos))
+	assert.Equal(t, "z", allowedBytes(must(s.Mask(0, words, eogMask))))
+	assert.Equal(t, "", allowedBytes(must(s.Mask(1, words, eogMask))))
+	assert.True(t, allowed(must(s.Mask(1, words, eogMask)), eos), "complete: the end token is allowed")
+	assert.False(t, allowed(must(s.Mask(0, words, eogMask)), eos))
 	assert.Zero(t, s.Rejected)
 }
 
@@ -98,9 +106,9 @@ func TestDuplicateRowsShareState(t *testing.T) {
 	step(t, s, p, nil, nil, nil)
 	step(t, s, p, toks("a"), toks("a"), toks("b"))
 	s.FillAll(words, eogMask, 4)
-	m0, m1 := s.Mask(0, words, eogMask), s.Mask(1, words, eogMask)
+	m0, m1 := must(s.Mask(0, words, eogMask)), must(s.Mask(1, words, eogMask))
 	assert.Same(t, &m0[0], &m1[0], "rows holding the same tokens share one mask")
-	assert.Equal(t, "abc", allowedBytes(s.Mask(2, words, eogMask)))
+	assert.Equal(t, "abc", allowedBytes(must(s.Mask(2, words, eogMask))))
 }
 
 func TestFinishedRowsOnlyEnd(t *testing.T) {
@@ -113,7 +121,7 @@ func TestFinishedRowsOnlyEnd(t *testing.T) {
 	// The host pads finished rows; padding is not fed to the grammar.
 	step(t, s, p, []int64{tok('a'), eos, 0})
 	assert.True(t, s.Row(0).Finished)
-	assert.Equal(t, eogMask, s.Mask(0, words, eogMask))
+	assert.Equal(t, eogMask, must(s.Mask(0, words, eogMask)))
 	assert.Zero(t, s.Rejected)
 }
 
@@ -126,25 +134,25 @@ func TestRejectedTokenKillsOnlyThatRow(t *testing.T) {
 	assert.True(t, s.Row(1).Dead)
 	require.Error(t, s.Row(1).Err)
 	assert.Equal(t, 1, s.Rejected)
-	assert.Equal(t, eogMask, s.Mask(1, words, eogMask), "a dead row is offered only end tokens")
-	assert.Equal(t, "b", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, eogMask, must(s.Mask(1, words, eogMask)), "a dead row is offered only end tokens")
+	assert.Equal(t, "b", allowedBytes(must(s.Mask(0, words, eogMask))))
 }
 
 func TestNewPromptsStartOver(t *testing.T) {
 	s := newSession(t, `root ::= "ab"`)
 	step(t, s, []int64{0, 0}, nil)
 	step(t, s, []int64{0, 0}, toks("a"))
-	assert.Equal(t, "b", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "b", allowedBytes(must(s.Mask(0, words, eogMask))))
 	// generate called again with another prompt of the same length + 1: a new call.
 	step(t, s, []int64{0, 1, 0}, nil)
-	assert.Equal(t, "a", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "a", allowedBytes(must(s.Mask(0, words, eogMask))))
 	// The same prompt again (shorter input than last step) also starts fresh.
 	step(t, s, []int64{0, 1, 0}, toks("a"))
 	step(t, s, []int64{0, 1, 0}, nil)
-	assert.Equal(t, "a", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "a", allowedBytes(must(s.Mask(0, words, eogMask))))
 	// A different batch size is a new call too.
 	step(t, s, []int64{7}, nil, nil, nil)
-	assert.Equal(t, "a", allowedBytes(s.Mask(2, words, eogMask)))
+	assert.Equal(t, "a", allowedBytes(must(s.Mask(2, words, eogMask))))
 }
 
 func TestUnseenHistoryIsReplayed(t *testing.T) {
@@ -156,9 +164,9 @@ func TestUnseenHistoryIsReplayed(t *testing.T) {
 	step(t, s, p, toks("ab"))
 	step(t, s, p, toks("abc"))
 	step(t, s, p, toks("ab")) // back one
-	assert.Equal(t, "c", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "c", allowedBytes(must(s.Mask(0, words, eogMask))))
 	step(t, s, p, toks("abc"))
-	assert.Equal(t, "d", allowedBytes(s.Mask(0, words, eogMask)))
+	assert.Equal(t, "d", allowedBytes(must(s.Mask(0, words, eogMask))))
 	assert.Zero(t, s.Rejected)
 }
 

@@ -14,6 +14,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/tetherlm/tether/gocore/engine"
 )
 
 // command is one subcommand: its one-line help and its entry point.
@@ -57,7 +59,14 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// The CLI boundary: a panic is a bug in tether, reported as such.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "tether: internal error (a bug in tether, please report it): %v\n", r)
+			code = 3
+		}
+	}()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -79,6 +88,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "tether %s: %v\n", args[0], err)
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		return 2 // a grammar limit: like a bad input, never a mask
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

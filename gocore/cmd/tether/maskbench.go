@@ -120,7 +120,9 @@ func runMaskBench(args []string, stdout, stderr io.Writer) error {
 		for step, id32 := range ids32 {
 			id := int(id32)
 			ts := time.Now()
-			m.FillMask(mask)
+			if err := m.FillMask(mask); err != nil {
+				return fmt.Errorf("step %d: %w", step, err)
+			}
 			d := time.Since(ts)
 			times = append(times, d)
 			if r == 0 {

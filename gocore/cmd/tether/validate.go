@@ -92,24 +92,18 @@ func validatorFor(src, root, input string, refs bool) (*engine.Matcher, engine.B
 	if err != nil {
 		return nil, engine.ByteVocabulary{}, err
 	}
-	specials := 1
-	for _, r := range g.Rules {
-		for _, alt := range r.Alts {
-			for _, e := range alt {
-				if e.Kind == gbnf.Token && e.Token >= specials {
-					specials = e.Token + 1
-				}
-			}
-		}
-	}
+	var more []int
 	if refs {
 		for _, m := range tokenRefRE.FindAllStringSubmatch(input, -1) {
-			if n, err := strconv.Atoi(m[1]); err == nil && n >= specials && n < 1<<24 {
-				specials = n + 1
+			if n, err := strconv.Atoi(m[1]); err == nil && n < engine.MaxByteSpecials {
+				more = append(more, n)
 			}
 		}
 	}
-	v := engine.ByteVocabulary{Specials: specials}
+	v, err := engine.ByteVocabularyFor(g, more...)
+	if err != nil {
+		return nil, v, err
+	}
 	gr, err := engine.Compile(g, v)
 	if err != nil {
 		return nil, v, err

@@ -210,15 +210,18 @@ func timeMasks(gr *engine.Grammar, c Case, opts Options) []float64 {
 		m := gr.NewMatcher()
 		for _, id := range ids {
 			start := time.Now()
-			m.FillMask(words)
+			if m.FillMask(words) != nil {
+				break
+			}
 			out = append(out, float64(time.Since(start).Nanoseconds())/1000)
 			if m.AcceptToken(id) != nil {
 				break
 			}
 		}
 		start := time.Now()
-		m.FillMask(words)
-		out = append(out, float64(time.Since(start).Nanoseconds())/1000)
+		if m.FillMask(words) == nil {
+			out = append(out, float64(time.Since(start).Nanoseconds())/1000)
+		}
 	}
 	return out
 }

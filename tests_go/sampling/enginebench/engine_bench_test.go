@@ -99,7 +99,10 @@ func logitsFavoring(n int, favored []int, seed uint64) []float32 {
 // BenchmarkEngineGrammar128k: default chain, 128,256 candidates, first pick valid.
 func BenchmarkEngineGrammar128k(b *testing.B) {
 	m, size := jsonMatcher(b)
-	allowed := m.AllowedTokens(nil)
+	allowed, err := m.AllowedTokens(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rows := make([][]float32, 8)
 	for i := range rows {
 		rows[i] = logitsFavoring(size, allowed[i*8:i*8+20], uint64(i+1))

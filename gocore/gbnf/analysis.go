@@ -1,0 +1,250 @@
+package gbnf
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Grammar analyses over the IR, in one place: which rules can match the empty
+// string (Nullable), which can match anything at all (Productive), and which
+// character elements can match nothing (ClassEmpty). The parser uses them to refuse
+// left recursion (leftrec.go) and dead ends (checkDeadEnds); the engine uses them on
+// hand-built IR.
+
+// surrogateLo and surrogateHi bound the UTF-16 surrogate code points, which are not
+// characters: no UTF-8 text contains them, so no element can match one.
+const (
+	surrogateLo = 0xD800
+	surrogateHi = 0xDFFF
+)
+
+// ClassEmpty reports whether a character element with these ranges (normalized or
+// not) and negation matches no valid code point: an empty class, one of surrogates
+// only ([\uD800-\uDFFF], a literal "\uD800"), or a negated class that covers every
+// character ([^\x00-\U0010FFFF]).
+func ClassEmpty(ranges []Range, negated bool) bool {
+	rs := NormalizeRanges(ranges)
+	if !negated {
+		for _, r := range rs {
+			if r.Lo < surrogateLo || r.Hi > surrogateHi {
+				return false
+			}
+		}
+		return true
+	}
+	// Negated: empty iff [0, D7FF] and [E000, 10FFFF] are both covered. Ranges are
+	// merged, so each part must lie inside one range.
+	covered := func(lo, hi rune) bool {
+		for _, r := range rs {
+			if r.Lo <= lo && r.Hi >= hi {
+				return true
+			}
+		}
+		return false
+	}
+	return covered(0, surrogateLo-1) && covered(surrogateHi+1, 0x10FFFF)
+}
+
+// Nullable reports, per rule, whether it can match the empty string (a worklist
+// over the alternatives made only of rule references: linear in the grammar).
+func Nullable(g *Grammar) []bool {
+	return fixpoint(g, func(e Element) (known, ok bool) {
+		switch e.Kind {
+		case RuleRef:
+			return false, false
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
+		}
+		return true, false
+	})
+}
+
+// Productive reports, per rule, whether it can match some text (or token
+// sequence) at all: a rule whose every alternative needs an element that matches
+// nothing, or a rule that can only call itself (a ::= b, b ::= a), is not.
+func Productive(g *Grammar) []bool {
+	return fixpoint(g, func(e Element) (known, ok bool) {
+		switch e.Kind {
+		case Char:
+			return true, !ClassEmpty(e.Ranges, e.Negated)
+		case Token:
+			return true, true
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
+		}
+		return false, false
+	})
+}
+
+// fixpoint computes the least set of rules that have an alternative whose every
+// element holds, where leaf(e) decides the elements that are not rule references
+// (known) and whether they hold (ok), and a reference holds when its rule is in the
+// set. It is a worklist: each alternative is counted down once per reference.
+func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
+	n := len(g.Rules)
+	in := make([]bool, n)
+	var work []int
+	add := func(r int) {
+		if !in[r] {
+			in[r] = true
+			work = append(work, r)
+		}
+	}
+	// Candidate alternatives (no leaf fails; at least one reference): their
+	// pending counts and owners; uses[start[r]:start[r+1]] lists the candidates
+	// that refer to rule r (flat, so a grammar of many rules costs few
+	// allocations).
+	var pending, owner []int32
+	refsTo := make([]int32, n+1)
+	candidate := func(alt Sequence) (refs int, ok bool) {
+		for _, e := range alt {
+			if known, ok := leaf(e); known {
+				if !ok {
+					return 0, false
+				}
+				continue
+			}
+			if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
+				return 0, false
+			}
+			refs++
+		}
+		return refs, true
+	}
+	for r, rule := range g.Rules {
+		for _, alt := range rule.Alts {
+			refs, ok := candidate(alt)
+			switch {
+			case !ok:
+			case refs == 0:
+				add(r)
+			default:
+				pending = append(pending, int32(refs))
+				owner = append(owner, int32(r))
+				for _, e := range alt {
+					if known, _ := leaf(e); !known {
+						refsTo[e.Rule+1]++
+					}
+				}
+			}
+		}
+	}
+	for r := 0; r < n; r++ {
+		refsTo[r+1] += refsTo[r]
+	}
+	uses := make([]int32, refsTo[n])
+	fill := slices.Clone(refsTo[:n])
+	id := int32(0)
+	for _, rule := range g.Rules {
+		for _, alt := range rule.Alts {
+			if refs, ok := candidate(alt); !ok || refs == 0 {
+				continue
+			}
+			for _, e := range alt {
+				if known, _ := leaf(e); !known {
+					uses[fill[e.Rule]] = id
+					fill[e.Rule]++
+				}
+			}
+			id++
+		}
+	}
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, c := range uses[refsTo[r]:refsTo[r+1]] {
+			pending[c]--
+			if pending[c] == 0 {
+				add(int(owner[c]))
+			}
+		}
+	}
+	return in
+}
+
+// DeadEnd is an element of a grammar that the start rule can reach but that can
+// never match: a matcher that got there could neither go on nor end.
+type DeadEnd struct {
+	Rule, Alt, Elem int    // where, in the IR
+	Why             string // what cannot match
+}
+
+// DeadEnds returns the first dead end reachable from rule root (nil if none): a
+// character element that matches no character, or a reference to a rule that can
+// match nothing (cycles such as a ::= b, b ::= a). Elements after a dead end in the
+// same alternative are not reachable through it. Linear in the grammar.
+func DeadEnds(g *Grammar, root int) *DeadEnd {
+	if root < 0 || root >= len(g.Rules) {
+		return nil
+	}
+	prod := Productive(g)
+	seen := make([]bool, len(g.Rules))
+	seen[root] = true
+	work := []int{root}
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for a, alt := range g.Rules[r].Alts {
+			for i, e := range alt {
+				switch e.Kind {
+				case Char:
+					if ClassEmpty(e.Ranges, e.Negated) {
+						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
+					}
+				case RuleRef, Repeat:
+					if e.Rule < 0 || e.Rule >= len(g.Rules) {
+						continue
+					}
+					if !prod[e.Rule] {
+						return &DeadEnd{r, a, i, fmt.Sprintf("rule %q can never match anything (every way through it needs itself or a character that matches nothing)", g.Rules[e.Rule].Name)}
+					}
+					if !seen[e.Rule] {
+						seen[e.Rule] = true
+						work = append(work, e.Rule)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func describeRanges(rs []Range, neg bool) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	if neg {
+		b.WriteByte('^')
+	}
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\\U%08X", r.Lo)
+		if r.Hi != r.Lo {
+			fmt.Fprintf(&b, "-\\U%08X", r.Hi)
+		}
+	}
+	b.WriteByte(']')
+	if len(rs) > 0 && !neg {
+		b.WriteString(": surrogate code points U+D800..U+DFFF are not characters")
+	}
+	return b.String()
+}
+
+// checkDeadEnds refuses a grammar with a dead end reachable from the root, naming
+// the rule and the line:col of the element (of the rule, for generated elements
+// whose position is not kept).
+func checkDeadEnds(c *compiler) error {
+	d := DeadEnds(c.g, c.g.Root)
+	if d == nil {
+		return nil
+	}
+	pos := c.g.Rules[d.Rule].Pos
+	if off, ok := c.refOff[refSite{d.Rule, d.Alt, d.Elem}]; ok {
+		pos = c.p.position(off)
+	} else if e := c.g.Rules[d.Rule].Alts[d.Alt][d.Elem]; e.Kind == Char && len(e.Ranges) > 0 {
+		if off, ok := c.charOff[&e.Ranges[0]]; ok {
+			pos = c.p.position(off)
+		}
+	}
+	name := c.g.Rules[c.owner[d.Rule]].Name
+	return &Error{Pos: pos, Code: ErrDeadEnd, Msg: fmt.Sprintf("dead end in rule %q: %s; a matcher reaching it could neither go on nor end", name, d.Why)}
+}

@@ -1,0 +1,79 @@
+package engine_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// TestDeadEndsRefused: issue 12's grammars that compiled and then reached a state
+// allowing no token and no end are refused when parsed, and hand-built IR with a
+// dead end is refused by Compile (with the rule).
+func TestDeadEndsRefused(t *testing.T) {
+	for _, src := range []string{
+		`root ::= [\uD800-\uDFFF]`,
+		`root ::= "a" [^\x00-\U0010FFFF]`,
+		"root ::= a\na ::= b\nb ::= a",
+	} {
+		_, err := gbnf.Parse(src)
+		var ge *gbnf.Error
+		require.ErrorAs(t, err, &ge, "%q", src)
+		assert.Equal(t, gbnf.ErrDeadEnd, ge.Code)
+		assert.Positive(t, ge.Pos.Line)
+	}
+	ch := func(lo, hi rune, neg bool) gbnf.Element {
+		return gbnf.Element{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: lo, Hi: hi}}, Negated: neg}
+	}
+	for name, g := range map[string]*gbnf.Grammar{
+		"surrogates":         {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch('a', 'a', false), ch(0xD800, 0xDBFF, false)}}}}},
+		"everything negated": {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch(0, 0x10FFFF, true)}}}}},
+		"cycle": {Rules: []gbnf.Rule{
+			{Name: "root", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
+			{Name: "a", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 2}}}},
+			{Name: "b", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := engine.Compile(g, newListVocab("a", "b"))
+			var ce *engine.CompileError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "root", ce.Rule)
+			assert.Contains(t, err.Error(), "dead end")
+		})
+	}
+}
+
+// TestTokenIDCheckedBeforeAllocating: a huge token id is an error before any
+// vocabulary is sized by it (it allocated 24 GB and died), with a real tokenizer and
+// without one.
+func TestTokenIDCheckedBeforeAllocating(t *testing.T) {
+	g, err := gbnf.Parse(`root ::= <[1000000000]>`)
+	require.NoError(t, err)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err = engine.ByteVocabularyFor(g)
+	var ce *engine.CompileError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "root", ce.Rule)
+	assert.Contains(t, err.Error(), "token id 1000000000 is out of range")
+	_, err = engine.Compile(g, llama3Vocab(t))
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "outside the vocabulary")
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated")
+	assert.Less(t, time.Since(start), time.Second)
+
+	g, err = gbnf.Parse(`root ::= <[300]> "a"`)
+	require.NoError(t, err)
+	v, err := engine.ByteVocabularyFor(g, 500, 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, 501, v.Specials, "ids from the input count, huge ones do not")
+}
