@@ -194,6 +194,11 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (gr *Grammar, err er
 		o.maxStacks = 8192
 	}
 	o.maxWork = 16 * o.maxStacks
+	if o.triggers != nil {
+		if v, err = o.triggers.vocabulary(v); err != nil {
+			return nil, err
+		}
+	}
 	gr = &Grammar{vocab: v, size: v.Size(), opts: o}
 	if err := gr.build(g); err != nil {
 		return nil, err
