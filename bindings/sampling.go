@@ -40,6 +40,7 @@ type sampler struct {
 
 	rows    []*seqState
 	lastLen int
+	pending []int64 // SamplerChain prompt tokens given before the vocabulary size was known
 }
 
 // seqState is one sequence: its sampler session (chain + grammar) and the tokens it
@@ -248,7 +249,8 @@ func (s *sampler) single(nVocab int) (*seqState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rows = []*seqState{st}
+	st.acceptPrompt(s.pending)
+	s.rows, s.pending = []*seqState{st}, nil
 	return st, nil
 }
 
@@ -266,6 +268,11 @@ func SamplerAccept(h int64, id int, prompt bool, nVocab int) (bool, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if prompt && len(s.rows) == 0 && nVocab == 0 && s.params.NVocab == 0 {
+			// Mirostat 1 needs the vocabulary size, known at the first sample.
+			s.pending = append(s.pending, int64(id))
+			return true, nil
+		}
 		st, err := s.single(nVocab)
 		if err != nil {
 			return false, err
@@ -432,7 +439,7 @@ func SamplerReset(h int64) (bool, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.rows, s.lastLen = nil, 0
+		s.rows, s.lastLen, s.pending = nil, 0, nil
 		return true, nil
 	})
 }

@@ -33,7 +33,7 @@ def _release(obj: Any, close: Any) -> None:
 
 @dataclass(frozen=True)
 class Triggers:
-    """When a lazy grammar wakes up. Until then the processor masks nothing.
+    r"""When a lazy grammar wakes up. Until then the processor masks nothing.
 
     - ``words``: substrings of the generated text; the grammar then describes the output
       from the start of the word on (the word is part of the constrained text).

@@ -80,6 +80,8 @@ def _bias_value(v: Any) -> Any:
     f = float(v)
     if f == -math.inf:
         return False  # llama.cpp's server: false bans the token; JSON has no -inf
+    if not math.isfinite(f):
+        raise ParamError(f"sampling: logit_bias = {f}: a bias must be a number below +inf", "logit_bias")
     return f
 
 
