@@ -12,6 +12,7 @@ The CLI is ROOT/build/bin/tether (`make build`; `make test` builds it first).
 from __future__ import annotations
 
 import json
+import re
 import math
 import subprocess
 import zlib
@@ -315,3 +316,56 @@ def test_transformers_generate_matches_go_generate(tiny_model: tuple[Any, Path],
     assert len(set(want)) > 3, want
     # Go's JSON shows each byte of a partial UTF-8 character as U+FFFD; compare the rest.
     assert got["text"].replace("\ufffd", "") == tok.decode(want).replace("\ufffd", "")
+
+
+def test_processor_rows_follow_their_tokens() -> None:
+    """Each row of a batch has its own chain (rows after the first use seed + row), found
+    by the tokens the row holds: swapping rows between steps (as beam search does)
+    keeps each history with its tokens."""
+    rng = np.random.default_rng(11)
+    rows = (rng.standard_normal((40, 2, VOCAB)) * 2.0).astype(np.float32)
+    cfg = {"samplers": "penalties;top_k;temperature", "top_k": 8, "penalty_repeat": 1.5, "temp": 1.0}
+    prompts = [[1, 2, 3], [4, 5, 6]]
+    chains = [tether.SamplerChain(seed=SEED + r, **cfg) for r in range(2)]
+    for c, p in zip(chains, prompts):
+        c.accept_prompt(p)
+    proc = tether.SamplingLogitsProcessor(seed=SEED, **cfg)
+    ids = torch.tensor(prompts)
+    order = [0, 1]  # which chain's sequence each row holds
+    for step, pair in enumerate(rows):
+        if step % 3 == 2:  # reorder the rows, as beam search does
+            ids = ids.flip(0)
+            order.reverse()
+        scores = torch.from_numpy(np.stack([pair[order[0]], pair[order[1]]]))
+        out = proc(ids, scores)
+        picked = out.argmax(dim=1)
+        for r in range(2):
+            want = chains[order[r]].sample(pair[order[r]])
+            chains[order[r]].accept(want)
+            assert int(picked[r]) == want, f"step {step}, row {r}"
+        ids = torch.cat([ids, picked.unsqueeze(1)], dim=1)
+
+
+def test_cli_lazy_grammar_root_and_trigger_token(tiny_model: tuple[Any, Path], tmp_path: Path) -> None:
+    """tether generate with --root and a lazy grammar woken by --grammar-trigger-token:
+    a logit bias makes the model pick the trigger first; from then on the grammar
+    (rule "main") holds, and the output ends when it must."""
+    _, d = tiny_model
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(d / "tokenizer.json"))
+    yes = tok.convert_tokens_to_ids("Ġyes")
+    g = tmp_path / "g.gbnf"
+    g.write_text('main ::= " yes" [ a-z]{0,30}\nother ::= "x"\n')
+    proc = run_tether(
+        "generate", "--model", str(d), "--prompt", "Answer:", "--grammar", str(g), "--root", "main",
+        "--grammar-trigger-token", "Ġyes", "--logit-bias", f"{yes}+40", "--seed", "1", "--max-tokens", "60", "--json",
+    )  # fmt: skip
+    got = json.loads(proc.stdout)
+    assert got["ids"][0] == yes
+    assert got["stop"] == "eog", got
+    assert re.fullmatch(r" yes[ a-z]{0,30}", got["text"]), got["text"]
+    bad = subprocess.run(
+        [str(TETHER), "generate", "--model", str(d), "--prompt", "x", "--grammar", str(g),
+         "--grammar-trigger-token", "<|no_such_token|>"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "<|no_such_token|>" in bad.stderr, bad.stderr
