@@ -204,12 +204,14 @@ func (s *sampler) sample(st *seqState, logits []float32) (int, error) {
 		}
 	}
 	id, err := st.sess.Sample(logits)
-	if err != nil {
-		if errors.Is(err, sampling.ErrGrammarRejectsAll) && st.m != nil {
-			if merr := st.m.Err(); merr != nil {
-				return -1, merr
-			}
+	if st.m != nil {
+		// A grammar that hit an engine limit cannot promise an exact check or mask:
+		// report it rather than a token it might refuse.
+		if merr := st.m.Err(); merr != nil {
+			return -1, merr
 		}
+	}
+	if err != nil {
 		return -1, paramError(err)
 	}
 	return id, nil

@@ -220,6 +220,9 @@ def test_grammar_aware_sampling(llama3_tok: Any) -> None:
         text += llama3_tok.decode([t]).encode()
     assert text in (b"yes", b"no", b"maybe"), text
 
+    with pytest.raises(tether.GrammarError):
+        tether.SamplerChain(seed=3, grammar=g).accept(llama3_tok.convert_tokens_to_ids("hello"))
+
     # As a processor: the chain alone enforces the grammar inside generate.
     proc = tether.SamplingLogitsProcessor(seed=4, grammar=g, temp=1.0)
     ids = torch.tensor([[1, 2, 3]])
@@ -282,8 +285,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
         {"seed": 5, "temp": 1.2, "top_k": 30, "top_p": 0.9, "min_p": 0.0, "penalty_repeat": 1.2, "penalty_last_n": 16,
          "dry_multiplier": 0.8, "xtc_probability": 0.3},
         {"seed": 8, "mirostat": 2, "temp": 1.0},
+        {"seed": 9, "temp": 0.8, "do_sample": True},
     ],
-    ids=["default-chain", "penalties-dry-xtc", "mirostat2"],
+    ids=["default-chain", "penalties-dry-xtc", "mirostat2", "do_sample"],
 )  # fmt: skip
 def test_transformers_generate_matches_go_generate(tiny_model: tuple[Any, Path], cfg: dict[str, Any]) -> None:
     from test_model_parity import PROMPT as TEXT
@@ -292,7 +296,8 @@ def test_transformers_generate_matches_go_generate(tiny_model: tuple[Any, Path],
     spec, d = tiny_model
     n = 24
     seed = cfg["seed"]
-    params = {k: v for k, v in cfg.items() if k != "seed"}
+    do_sample = cfg.get("do_sample", False)  # generate's own sampling must take the one finite token
+    params = {k: v for k, v in cfg.items() if k not in ("seed", "do_sample")}
     proc = run_tether(
         "generate", "--model", str(d), "--prompt", TEXT, "--max-tokens", str(n), "--ignore-eog", "--json",
         "--seed", str(seed), *cli_flags(params),
@@ -305,7 +310,7 @@ def test_transformers_generate_matches_go_generate(tiny_model: tuple[Any, Path],
     with torch.no_grad():
         out = model.generate(
             torch.tensor([got["prompt_ids"]]),
-            do_sample=False,
+            do_sample=do_sample,
             max_new_tokens=n,
             suppress_tokens=got["eog_ids"],
             pad_token_id=got["eog_ids"][0],

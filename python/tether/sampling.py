@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._errors import TetherError
+from ._errors import GrammarError, TetherError
 from ._native_call import call, native
 from .processors import Grammar, GrammarLogitsProcessor, Vocabulary, _release
 
@@ -63,12 +63,12 @@ class ParamError(TetherError, ValueError):
         self.param = param
 
 
-def _call(fn: Any, *args: Any) -> Any:
+def _call(fn: Any, *args: Any, error: type[TetherError] = TetherError) -> Any:
     try:
-        return call(fn, *args, error=TetherError)
+        return call(fn, *args, error=error)
     except TetherError as exc:
         msg = str(exc)
-        if type(exc) is TetherError and msg.startswith(_PARAM_PREFIX):
+        if msg.startswith(_PARAM_PREFIX):
             d = json.loads(msg[len(_PARAM_PREFIX):])
             raise ParamError(d["message"], d["param"]) from None
         raise
@@ -184,9 +184,9 @@ class SamplerChain:
 
     def accept(self, token_id: int) -> None:
         """Record a generated token (penalties, DRY and the grammar advance).
-        A token the grammar refuses raises GrammarError-like TetherError; nothing changes."""
+        A token the grammar refuses raises GrammarError and nothing changes."""
         with self._lock:
-            _call(native.bindings_SamplerAccept, self._handle, int(token_id), False, self._n_vocab)
+            _call(native.bindings_SamplerAccept, self._handle, int(token_id), False, self._n_vocab, error=GrammarError)
 
     def accept_prompt(self, token_ids: Iterable[int]) -> None:
         """Record prompt tokens: they count for penalties and DRY, not for the grammar
