@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -299,12 +300,14 @@ func SamplerAccept(h int64, id int, prompt bool, nVocab int) (bool, error) {
 // every row up to date with input_ids (row-major int64 [batch × seqLen]; the first
 // call's input is the prompt, which goes into the penalty history), samples each row
 // from scores (float32 [batch × vocabSize], CPU, contiguous) and writes the chosen ids
-// into out (int64 [batch]).
+// into out (int64 [batch]). If outScores is not 0, it is a float32 [batch × vocabSize]
+// buffer that gets -inf everywhere but at each row's chosen token, which keeps its score
+// (0 when that score is not finite): the processor's result, written here in one pass.
 //
 // Rows are matched to their state by content: a row holding a known sequence plus one
 // token continues it (beams reordered or duplicated included); anything else, or an
 // input that did not grow by exactly one token, starts a new sequence.
-func SamplerStepSample(h int64, ids uintptr, batch, seqLen int, scores uintptr, vocabSize int, out uintptr) (int, error) {
+func SamplerStepSample(h int64, ids uintptr, batch, seqLen int, scores uintptr, vocabSize int, out, outScores uintptr) (int, error) {
 	return safecall.Do("SamplerStepSample", func() (int, error) {
 		s, err := samplers.get(h)
 		if err != nil {
@@ -325,6 +328,12 @@ func SamplerStepSample(h int64, ids uintptr, batch, seqLen int, scores uintptr, 
 		if err != nil {
 			return 0, err
 		}
+		var res []float32
+		if outScores != 0 {
+			if res, err = view[float32](outScores, batch*vocabSize, "out_scores"); err != nil {
+				return 0, err
+			}
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.step(in, batch, seqLen, vocabSize); err != nil {
@@ -336,6 +345,19 @@ func SamplerStepSample(h int64, ids uintptr, batch, seqLen int, scores uintptr, 
 				return 0, fmt.Errorf("row %d: %w", r, err)
 			}
 			dst[r] = int64(id)
+			if res != nil {
+				row := res[r*vocabSize : (r+1)*vocabSize]
+				for i := range row {
+					row[i] = negInf
+				}
+				if id >= 0 && id < vocabSize {
+					v := sc[r*vocabSize+id]
+					if math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) {
+						v = 0
+					}
+					row[id] = v
+				}
+			}
 		}
 		return batch, nil
 	})

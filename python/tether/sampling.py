@@ -248,30 +248,33 @@ class SamplingLogitsProcessor(_LogitsProcessorBase):
         """Forget all rows; the next call starts a new generation."""
         _call(native.bindings_SamplerReset, self._handle)
 
-    def pick(self, input_ids: Any, scores: Any) -> np.ndarray:
-        """The token each row's chain picks (int64 array of length batch); the chains'
-        state advances as in __call__."""
+    def _step(self, input_ids: Any, scores: Any, want_scores: bool) -> tuple[np.ndarray, Any]:
         import torch
 
         batch, seq_len = input_ids.shape
         ids = input_ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
         sc = scores.detach().to(device="cpu", dtype=torch.float32).contiguous()
         out = np.empty(batch, dtype=np.int64)
+        # Go writes the result row too: torch work right after a Go call can stall on
+        # Go's spinning threads (measured ~10 ms for a 128k fill on 2 cores).
+        res = torch.empty_like(sc) if want_scores else None
         with self._lock:
             _call(
                 native.bindings_SamplerStepSample, self._handle, ids.data_ptr(), batch, seq_len,
-                sc.data_ptr(), sc.shape[-1], out.ctypes.data,
+                sc.data_ptr(), sc.shape[-1], out.ctypes.data, res.data_ptr() if res is not None else 0,
             )
-        return out
+        return out, res
+
+    def pick(self, input_ids: Any, scores: Any) -> np.ndarray:
+        """The token each row's chain picks (int64 array of length batch); the chains'
+        state advances as in __call__."""
+        return self._step(input_ids, scores, False)[0]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        chosen = torch.from_numpy(self.pick(input_ids, scores)).to(scores.device).unsqueeze(1)
-        kept = scores.gather(1, chosen)
-        kept = torch.where(torch.isfinite(kept), kept, torch.zeros_like(kept))
-        out = torch.full_like(scores, float("-inf"))
-        return out.scatter_(1, chosen, kept)
+        _, res = self._step(input_ids, scores, True)
+        if res.device != scores.device or res.dtype != scores.dtype:
+            res = res.to(device=scores.device, dtype=scores.dtype)
+        return res
 
     def __del__(self) -> None:
         _release(self, native.bindings_SamplerClose)
