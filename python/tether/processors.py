@@ -40,12 +40,11 @@ class Triggers:
     - ``tokens``: token ids, with the same meaning.
     - ``patterns``: regular expressions (Go RE2 syntax) searched in the generated text;
       the first capture group, if any, marks where constrained text begins.
-    - ``patterns_at_start``: like ``patterns`` but only matching at the start of the output.
+    - ``patterns_at_start``: the older name of ``patterns_full`` (below).
     - ``after``: a marker such as ``"</think>"``; the grammar applies to the text after it.
     - ``patterns_full``: llama.cpp's PATTERN_FULL: each must match the *whole* output so
       far; the constrained text starts at its first capture group that matched a
       non-empty string (e.g. ``r"[\s\S]*?(<tool_call>)[\s\S]*"``).
-      ``patterns_at_start`` is the same thing under its older name.
     - ``preserved_tokens``: special tokens (as written in the tokenizer, e.g.
       ``"<|python_tag|>"``) that count as their text for the grammar, like llama.cpp's
       ``preserved_tokens``; other special tokens match only where the grammar names them

@@ -49,25 +49,25 @@ func lazyVocab(t *testing.T, name string) *vocab.Vocab {
 	return v
 }
 
-// piece is generated output: text (tokenized greedily, longest token first, with real
+// lazyPiece is generated output: text (tokenized greedily, longest token first, with real
 // token ids of the vocabulary) or one token given by its name.
-type piece struct {
+type lazyPiece struct {
 	text string
 	tok  string
 }
 
-func S(s string) piece { return piece{text: s} }
-func T(s string) piece { return piece{tok: s} }
+func lazyText(s string) lazyPiece { return lazyPiece{text: s} }
+func lazyTok(s string) lazyPiece  { return lazyPiece{tok: s} }
 
 var (
-	indexMu sync.Mutex
-	indexes = map[*vocab.Vocab]map[string]int{}
+	lazyIndexMu sync.Mutex
+	lazyIndexes = map[*vocab.Vocab]map[string]int{}
 )
 
-func greedyTokens(t *testing.T, v *vocab.Vocab, s string) []int {
+func lazyTokens(t *testing.T, v *vocab.Vocab, s string) []int {
 	t.Helper()
-	indexMu.Lock()
-	idx := indexes[v]
+	lazyIndexMu.Lock()
+	idx := lazyIndexes[v]
 	if idx == nil {
 		idx = map[string]int{}
 		for id := 0; id < v.Size(); id++ {
@@ -77,9 +77,9 @@ func greedyTokens(t *testing.T, v *vocab.Vocab, s string) []int {
 				}
 			}
 		}
-		indexes[v] = idx
+		lazyIndexes[v] = idx
 	}
-	indexMu.Unlock()
+	lazyIndexMu.Unlock()
 	var ids []int
 	for len(s) > 0 {
 		n := min(len(s), 48)
@@ -95,18 +95,18 @@ func greedyTokens(t *testing.T, v *vocab.Vocab, s string) []int {
 	return ids
 }
 
-func (p piece) ids(t *testing.T, v *vocab.Vocab) []int {
+func (p lazyPiece) ids(t *testing.T, v *vocab.Vocab) []int {
 	if p.tok != "" {
 		id, ok := v.TokenID(p.tok)
 		require.True(t, ok, "token %q", p.tok)
 		return []int{id}
 	}
-	return greedyTokens(t, v, p.text)
+	return lazyTokens(t, v, p.text)
 }
 
-const hermesPattern = `(?:<think>[\s\S]*?</think>\s*)?\s*(<tool_call>|<function|(?:` + "```" + `(?:json|xml)?\n\s*)?(?:<function_call>|<tools>|<xml><json>|<response>)?\s*\{\s*"name"\s*:\s*"(?:get_weather)")[\s\S]*`
+const lazyHermesPattern = `(?:<think>[\s\S]*?</think>\s*)?\s*(<tool_call>|<function|(?:` + "```" + `(?:json|xml)?\n\s*)?(?:<function_call>|<tools>|<xml><json>|<response>)?\s*\{\s*"name"\s*:\s*"(?:get_weather)")[\s\S]*`
 
-const deepseekPattern = `(?:<think>[\s\S]*?</think>\s*)?(<｜tool▁calls▁begin｜>|<｜tool_calls_begin｜>|<｜tool calls begin｜>|<｜tool\\_calls\\_begin｜>|<｜tool▁calls｜>)[\s\S]*`
+const lazyDeepseekPattern = `(?:<think>[\s\S]*?</think>\s*)?(<｜tool▁calls▁begin｜>|<｜tool_calls_begin｜>|<｜tool calls begin｜>|<｜tool\\_calls\\_begin｜>|<｜tool▁calls｜>)[\s\S]*`
 
 func TestLazyToolCallFormats(t *testing.T) {
 	const weatherJSON = `{"name": "get_weather", "arguments": {"city": "Paris"}}`
@@ -115,9 +115,9 @@ func TestLazyToolCallFormats(t *testing.T) {
 		tokenizer string
 		grammar   string
 		triggers  engine.Triggers
-		pieces    []piece
-		firesIn   int    // the piece during which the grammar wakes up; -1: never
-		rejectIn  int    // the piece whose token the grammar refuses; -1: none
+		pieces    []lazyPiece
+		firesIn   int    // the lazyPiece during which the grammar wakes up; -1: never
+		rejectIn  int    // the lazyPiece whose token the grammar refuses; -1: none
 		rejectMsg string // part of that error
 		canEnd    bool   // after all pieces (when it fired)
 	}{
@@ -125,122 +125,122 @@ func TestLazyToolCallFormats(t *testing.T) {
 			name: "llama-3.1 <|python_tag|> word, preserved: the special token is grammar text", tokenizer: "llama31",
 			grammar:  `root ::= "<|python_tag|>" [a-z_]+ ".call(" [^)]* ")"`,
 			triggers: engine.Triggers{Words: []string{"<|python_tag|>"}, PreservedTokens: []string{"<|python_tag|>"}},
-			pieces:   []piece{S("Let me search."), T("<|python_tag|>"), S(`brave_search.call(query="tether")`)},
+			pieces:   []lazyPiece{lazyText("Let me search."), lazyTok("<|python_tag|>"), lazyText(`brave_search.call(query="tether")`)},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "llama-3.1 <|python_tag|> word, not preserved: a grammar literal does not match a special token", tokenizer: "llama31",
 			grammar:  `root ::= "<|python_tag|>" [a-z_]+ ".call(" [^)]* ")"`,
 			triggers: engine.Triggers{Words: []string{"<|python_tag|>"}},
-			pieces:   []piece{S("Let me search."), T("<|python_tag|>")},
+			pieces:   []lazyPiece{lazyText("Let me search."), lazyTok("<|python_tag|>")},
 			firesIn:  -1, rejectIn: 1, rejectMsg: "preserved tokens",
 		},
 		{
 			name: "llama-3.1 <|python_tag|> word, grammar names the token", tokenizer: "llama31",
 			grammar:  `root ::= <|python_tag|> [a-z_]+ ".call(" [^)]* ")"`,
 			triggers: engine.Triggers{Words: []string{"<|python_tag|>"}},
-			pieces:   []piece{S("Let me search."), T("<|python_tag|>"), S(`brave_search.call(query="tether")`)},
+			pieces:   []lazyPiece{lazyText("Let me search."), lazyTok("<|python_tag|>"), lazyText(`brave_search.call(query="tether")`)},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "llama-3.x JSON call: PATTERN_FULL from the start", tokenizer: "llama3",
 			grammar:  `root ::= "{\"name\": \"" [a-z_]+ "\", \"parameters\": {" [^}]* "}}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`(\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*")[\s\S]*`}},
-			pieces:   []piece{S(`{"name": "`), S(`get_weather", "parameters": {"city": "Paris"}}`)},
+			pieces:   []lazyPiece{lazyText(`{"name": "`), lazyText(`get_weather", "parameters": {"city": "Paris"}}`)},
 			firesIn:  0, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "llama-3.x JSON call after prose: PATTERN_FULL must match the whole output", tokenizer: "llama3",
 			grammar:  `root ::= "{\"name\": \"" [a-z_]+ "\", \"parameters\": {" [^}]* "}}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`(\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*")[\s\S]*`}},
-			pieces:   []piece{S(`Sure! {"name": "`), S(`get_weather", "parameters": {}}`)},
+			pieces:   []lazyPiece{lazyText(`Sure! {"name": "`), lazyText(`get_weather", "parameters": {}}`)},
 			firesIn:  -1, rejectIn: -1,
 		},
 		{
 			name: `PATTERN_FULL \{a does not fire on "{abc" (whole buffer, not a prefix)`, tokenizer: "llama3",
 			grammar:  `root ::= "{" [a-z]* "}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`\{a`}},
-			pieces:   []piece{S("{"), S("abc")},
+			pieces:   []lazyPiece{lazyText("{"), lazyText("abc")},
 			firesIn:  -1, rejectIn: -1,
 		},
 		{
 			name: `PATTERN_FULL \{a[\s\S]* fires on "{abc"`, tokenizer: "llama3",
 			grammar:  `root ::= "{" [a-z]* "}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`\{a[\s\S]*`}},
-			pieces:   []piece{S("{"), S("abc"), S("}")},
+			pieces:   []lazyPiece{lazyText("{"), lazyText("abc"), lazyText("}")},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "qwen3 / hermes <tool_call> after thinking", tokenizer: "qwen3",
 			grammar:  `root ::= "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {" [^}]* "}}\n</tool_call>"`,
-			triggers: engine.Triggers{PatternsFull: []string{hermesPattern}},
-			pieces: []piece{T("<think>"), S("The user wants the weather."), T("</think>"), S("\n\n"),
-				T("<tool_call>"), S("\n" + weatherJSON + "\n"), T("</tool_call>")},
+			triggers: engine.Triggers{PatternsFull: []string{lazyHermesPattern}},
+			pieces: []lazyPiece{lazyTok("<think>"), lazyText("The user wants the weather."), lazyTok("</think>"), lazyText("\n\n"),
+				lazyTok("<tool_call>"), lazyText("\n" + weatherJSON + "\n"), lazyTok("</tool_call>")},
 			firesIn: 4, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "qwen3 / hermes, thinking forced open: first non-empty group is </think>", tokenizer: "qwen3",
 			grammar:  `root ::= "</think>" [ \n]* "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {" [^}]* "}}\n</tool_call>"`,
 			triggers: engine.Triggers{PatternsFull: []string{`[\s\S]*?(</think>\s*)\s*(<tool_call>|<function)[\s\S]*`}},
-			pieces: []piece{S("The user wants the weather."), T("</think>"), S("\n\n"), T("<tool_call>"),
-				S("\n" + weatherJSON + "\n"), T("</tool_call>")},
+			pieces: []lazyPiece{lazyText("The user wants the weather."), lazyTok("</think>"), lazyText("\n\n"), lazyTok("<tool_call>"),
+				lazyText("\n" + weatherJSON + "\n"), lazyTok("</tool_call>")},
 			firesIn: 3, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "qwen3 / hermes <tool_call> after prose does not fire (llama.cpp's pattern is anchored)", tokenizer: "qwen3",
 			grammar:  `root ::= "<tool_call>" [^<]* "</tool_call>"`,
-			triggers: engine.Triggers{PatternsFull: []string{hermesPattern}},
-			pieces:   []piece{S("Let me check that."), T("<tool_call>"), S("\n" + weatherJSON + "\n")},
+			triggers: engine.Triggers{PatternsFull: []string{lazyHermesPattern}},
+			pieces:   []lazyPiece{lazyText("Let me check that."), lazyTok("<tool_call>"), lazyText("\n" + weatherJSON + "\n")},
 			firesIn:  -1, rejectIn: -1,
 		},
 		{
 			name: "qwen3 <tool_call> word anywhere", tokenizer: "qwen3",
 			grammar:  `root ::= "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {" [^}]* "}}\n</tool_call>"`,
 			triggers: engine.Triggers{Words: []string{"<tool_call>"}},
-			pieces:   []piece{S("Let me check that. "), T("<tool_call>"), S("\n" + weatherJSON + "\n"), T("</tool_call>")},
+			pieces:   []lazyPiece{lazyText("Let me check that. "), lazyTok("<tool_call>"), lazyText("\n" + weatherJSON + "\n"), lazyTok("</tool_call>")},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "deepseek-r1 <｜tool▁calls▁begin｜> spelled in text tokens", tokenizer: "qwen3",
 			grammar:  `root ::= "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" [a-z_]+ "\n` + "```" + `json\n" [^` + "`" + `]* "` + "```" + `<｜tool▁call▁end｜><｜tool▁calls▁end｜>"`,
-			triggers: engine.Triggers{PatternsFull: []string{deepseekPattern}},
-			pieces: []piece{T("<think>"), S("ok"), T("</think>"),
-				S("\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>")},
+			triggers: engine.Triggers{PatternsFull: []string{lazyDeepseekPattern}},
+			pieces: []lazyPiece{lazyTok("<think>"), lazyText("ok"), lazyTok("</think>"),
+				lazyText("\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>")},
 			firesIn: 3, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: "mistral-nemo [TOOL_CALLS] word inside a token (partial replay)", tokenizer: "llama2",
 			grammar:  `root ::= "[TOOL_CALLS][" [^\]]* "]"`,
 			triggers: engine.Triggers{Words: []string{"[TOOL_CALLS]"}},
-			pieces:   []piece{S("Sure"), S(" [TOOL_CALLS]"), S("[" + weatherJSON + "]")},
+			pieces:   []lazyPiece{lazyText("Sure"), lazyText(" [TOOL_CALLS]"), lazyText("[" + weatherJSON + "]")},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: `"call" <|start_header_id|> "abc": a special token inside the triggered text is replayed as a token`, tokenizer: "llama3",
 			grammar:  `root ::= "call" <|start_header_id|> "abc" [a-z]*`,
 			triggers: engine.Triggers{Patterns: []string{`call<\|start_header_id\|>abc`}},
-			pieces:   []piece{S("x call"), T("<|start_header_id|>"), S("abc"), S("def")},
+			pieces:   []lazyPiece{lazyText("x call"), lazyTok("<|start_header_id|>"), lazyText("abc"), lazyText("def")},
 			firesIn:  2, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: `PATTERN_FULL (X)?CALL:\s*(\{): first non-empty group`, tokenizer: "llama3",
 			grammar:  `root ::= "{" [a-z]* "}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`(X)?CALL:\s*(\{)`}},
-			pieces:   []piece{S("CALL:"), S(" {"), S("ab}")},
+			pieces:   []lazyPiece{lazyText("CALL:"), lazyText(" {"), lazyText("ab}")},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 		{
 			name: `PATTERN_FULL (X)?CALL:\s*(\{) with X: the constrained text starts at X`, tokenizer: "llama3",
 			grammar:  `root ::= "{" [a-z]* "}"`,
 			triggers: engine.Triggers{PatternsFull: []string{`(X)?CALL:\s*(\{)`}},
-			pieces:   []piece{S("XCALL:"), S(" {")},
+			pieces:   []lazyPiece{lazyText("XCALL:"), lazyText(" {")},
 			firesIn:  -1, rejectIn: 1, rejectMsg: `"XCALL: {"`,
 		},
 		{
 			name: "PATTERN anywhere: the match start, not its own group, starts the grammar", tokenizer: "llama3",
 			grammar:  `root ::= "CALL: {" [a-z]* "}"`,
 			triggers: engine.Triggers{Patterns: []string{`CALL:\s*(\{)`}},
-			pieces:   []piece{S("ok CALL:"), S(" {"), S("ab}")},
+			pieces:   []lazyPiece{lazyText("ok CALL:"), lazyText(" {"), lazyText("ab}")},
 			firesIn:  1, rejectIn: -1, canEnd: true,
 		},
 	}
@@ -257,14 +257,14 @@ func TestLazyToolCallFormats(t *testing.T) {
 						assert.True(t, m.Awaiting(), "a refused trigger leaves the matcher awaiting")
 						return
 					}
-					require.NoError(t, err, "piece %d (%q), token %d (%q)", i, p.text+p.tok, id, v.Text(id))
+					require.NoError(t, err, "lazyPiece %d (%q), token %d (%q)", i, p.text+p.tok, id, v.Text(id))
 					if fired < 0 && !m.Awaiting() {
 						fired = i
 					}
 				}
 			}
-			require.Equal(t, -1, tc.rejectIn, "expected a rejection in piece %d", tc.rejectIn)
-			assert.Equal(t, tc.firesIn, fired, "the piece the grammar wakes up in")
+			require.Equal(t, -1, tc.rejectIn, "expected a rejection in lazyPiece %d", tc.rejectIn)
+			assert.Equal(t, tc.firesIn, fired, "the lazyPiece the grammar wakes up in")
 			if fired >= 0 {
 				assert.Equal(t, tc.canEnd, m.CanEnd())
 			}
@@ -278,12 +278,12 @@ func TestLazyReplayRollbackAndClone(t *testing.T) {
 		engine.WithLazy(engine.Triggers{Patterns: []string{`call<\|start_header_id\|>abc`}}))
 	m := gr.NewMatcher()
 	hdr, _ := v.TokenID("<|start_header_id|>")
-	for _, id := range append(greedyTokens(t, v, "x call"), hdr) {
+	for _, id := range append(lazyTokens(t, v, "x call"), hdr) {
 		require.NoError(t, m.AcceptToken(id))
 	}
 	assert.True(t, m.Awaiting())
 	c := m.Clone()
-	abc := greedyTokens(t, v, "abc")
+	abc := lazyTokens(t, v, "abc")
 	require.Len(t, abc, 1)
 	require.NoError(t, m.AcceptToken(abc[0]))
 	assert.False(t, m.Awaiting())
@@ -304,7 +304,7 @@ func TestLazyReplayRollbackAndClone(t *testing.T) {
 
 func TestLazyPreservedTokenErrors(t *testing.T) {
 	v := lazyVocab(t, "llama3")
-	g := compileErr(t, `root ::= "x"`, v, engine.WithLazy(engine.Triggers{Words: []string{"x"}, PreservedTokens: []string{"<|no_such_token|>"}}))
+	g := lazyCompileErr(t, `root ::= "x"`, v, engine.WithLazy(engine.Triggers{Words: []string{"x"}, PreservedTokens: []string{"<|no_such_token|>"}}))
 	require.Error(t, g)
 	assert.Contains(t, g.Error(), `preserved token "<|no_such_token|>"`)
 }
@@ -322,7 +322,7 @@ func TestLazyPreservedTokenInMasks(t *testing.T) {
 	// Preserved tokens are text in masks too: after the trigger fires on "x", the
 	// grammar's literal "<|python_tag|>" allows the special token.
 	m = compile(t, `root ::= "x" "<|python_tag|>" [a-z]+`, v, engine.WithLazy(engine.Triggers{Words: []string{"x"}, PreservedTokens: []string{"<|python_tag|>"}})).NewMatcher()
-	x := greedyTokens(t, v, "x")
+	x := lazyTokens(t, v, "x")
 	require.NoError(t, m.AcceptToken(x[0]))
 	assert.False(t, m.Awaiting())
 	assert.True(t, m.IsAllowed(tag))
@@ -330,7 +330,7 @@ func TestLazyPreservedTokenInMasks(t *testing.T) {
 }
 
 // compileErr parses src and returns Compile's error.
-func compileErr(t *testing.T, src string, v engine.Vocabulary, opts ...engine.Option) error {
+func lazyCompileErr(t *testing.T, src string, v engine.Vocabulary, opts ...engine.Option) error {
 	t.Helper()
 	g, err := gbnf.Parse(src)
 	require.NoError(t, err)
