@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Triggers make a grammar lazy (see WithLazy): a Matcher allows every token and only
@@ -71,17 +73,19 @@ type Triggers struct {
 
 type compiledTriggers struct {
 	tokens   map[int]bool
-	full     []*regexp.Regexp // PATTERN_FULL, in order, anchored
-	anywhere *regexp.Regexp   // words and patterns as one alternation (group 1), or nil
+	full     []*fullPattern // PATTERN_FULL, in order, anchored
+	anywhere *regexp.Regexp // words and patterns as one alternation (group 1), or nil
 	after    []byte
 	afterID  int // the token whose text is After, or -1
 }
 
 // bufTok is a token (or, with id -1, a text given to AcceptBytes) whose text lies at
-// buf[start:end] of the trigger buffer.
+// buf[start:end] of the trigger buffer; full holds each PATTERN_FULL's matching state
+// after it (so Rollback and Clone need nothing else).
 type bufTok struct {
 	id         int
 	start, end int
+	full       []vmState
 }
 
 func (t *Triggers) compile(g *Grammar) error {
@@ -113,11 +117,11 @@ func (t *Triggers) compile(g *Grammar) error {
 		ct.anywhere = re
 	}
 	for _, p := range slices.Concat(t.PatternsFull, t.PatternsAtStart) {
-		re, err := regexp.Compile(`^(?:` + p + `)$`)
+		fp, err := compileFull(p)
 		if err != nil {
 			return &CompileError{Msg: fmt.Sprintf("trigger pattern (full) %q: %v", p, err)}
 		}
-		ct.full = append(ct.full, re)
+		ct.full = append(ct.full, fp)
 	}
 	ct.after = []byte(t.After)
 	ct.afterID = -1
@@ -263,8 +267,13 @@ func (m *Matcher) watch(text []byte, id int) error {
 	lz := m.g.lazy
 	old, oldToks := len(m.buf), len(m.toks)
 	m.buf = append(m.buf, text...)
-	m.toks = append(m.toks, bufTok{id: id, start: old, end: len(m.buf)})
-	start := lz.find(m.buf, old)
+	var prev []vmState
+	if oldToks > 0 {
+		prev = m.toks[oldToks-1].full
+	}
+	full := lz.advanceFull(prev, text)
+	m.toks = append(m.toks, bufTok{id: id, start: old, end: len(m.buf), full: full})
+	start := lz.find(m.buf, old, full)
 	if start < 0 {
 		m.push()
 		m.hist[len(m.hist)-1].bufLen = int32(old)
@@ -291,10 +300,17 @@ func (m *Matcher) watch(text []byte, id int) error {
 }
 
 // find returns where the constrained text starts in buf if a trigger fires, else -1.
-// old is the buffer's length before the last token.
-func (lz *compiledTriggers) find(buf []byte, old int) int {
-	for _, re := range lz.full {
-		if loc := re.FindSubmatchIndex(buf); loc != nil {
+// old is the buffer's length before the last token; full is each PATTERN_FULL's state
+// after buf.
+func (lz *compiledTriggers) find(buf []byte, old int, full []vmState) int {
+	for i, fp := range lz.full {
+		// The incremental check costs the new bytes only. It never misses a match
+		// (tests_go/engine checks it against regexp); the regexp confirms a match and
+		// finds the groups, once, when the whole buffer matches.
+		if !fp.matchesAtEnd(full[i]) {
+			continue
+		}
+		if loc := fp.re.FindSubmatchIndex(buf); loc != nil {
 			return firstGroup(loc)
 		}
 	}
@@ -359,4 +375,158 @@ func (m *Matcher) replay(start int) (int32, *RejectError) {
 		c = nx
 	}
 	return c, nil
+}
+
+// fullPattern is a PATTERN_FULL trigger: the regexp (for the capture groups) and its
+// compiled program, which a small Pike VM runs incrementally over the growing buffer,
+// so that watching costs the new bytes only, not the whole buffer per token (a thinking
+// model writes thousands of tokens before its tool call).
+type fullPattern struct {
+	re   *regexp.Regexp
+	prog *syntax.Prog
+}
+
+// vmState is a PATTERN_FULL's matching state after a buffer: the program's threads
+// before the closure at the current position, the last rune consumed (-1 at the start)
+// and the bytes of an unfinished UTF-8 character at the end. Values are never modified
+// once made (Clone and Rollback share them).
+type vmState struct {
+	pcs  []uint32
+	prev rune
+	tail []byte
+	dead bool // no continuation of the buffer can match any more
+}
+
+func compileFull(p string) (*fullPattern, error) {
+	src := `^(?:` + p + `)$`
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	sre, err := syntax.Parse(src, syntax.Perl) // what regexp.Compile parses with
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(sre.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	return &fullPattern{re: re, prog: prog}, nil
+}
+
+// advanceFull returns every PATTERN_FULL's state after text, given the states before
+// it (nil: at the start of the buffer).
+func (lz *compiledTriggers) advanceFull(prev []vmState, text []byte) []vmState {
+	if len(lz.full) == 0 {
+		return nil
+	}
+	out := make([]vmState, len(lz.full))
+	for i, fp := range lz.full {
+		st := vmState{pcs: []uint32{uint32(fp.prog.Start)}, prev: -1}
+		if prev != nil {
+			st = prev[i]
+		}
+		out[i] = fp.advance(st, text)
+	}
+	return out
+}
+
+// advance consumes text: whole characters (an invalid byte is one U+FFFD, as regexp
+// reads it), keeping an unfinished character's bytes for later.
+func (fp *fullPattern) advance(st vmState, text []byte) vmState {
+	if st.dead || len(text) == 0 {
+		return st
+	}
+	data := text
+	if len(st.tail) > 0 {
+		data = append(append([]byte(nil), st.tail...), text...)
+	}
+	for len(data) > 0 && utf8.FullRune(data) && !st.dead {
+		r, n := utf8.DecodeRune(data)
+		st = fp.step(st, r)
+		data = data[n:]
+	}
+	st.tail = nil
+	if len(data) > 0 && !st.dead {
+		st.tail = append([]byte(nil), data...)
+	}
+	return st
+}
+
+// step consumes one rune.
+func (fp *fullPattern) step(st vmState, r rune) vmState {
+	var next []uint32
+	seen := make([]bool, len(fp.prog.Inst))
+	fp.closure(st.pcs, st.prev, r, func(pc uint32) {
+		inst := &fp.prog.Inst[pc]
+		if inst.Op != syntax.InstMatch && matchRune(inst, r) && !seen[inst.Out] {
+			seen[inst.Out] = true
+			next = append(next, inst.Out)
+		}
+	})
+	return vmState{pcs: next, prev: r, dead: len(next) == 0}
+}
+
+// matchesAtEnd reports whether the whole buffer matches: an unfinished character's
+// bytes count as one U+FFFD each, as regexp reads them today.
+func (fp *fullPattern) matchesAtEnd(st vmState) bool {
+	for range st.tail {
+		if st.dead {
+			return false
+		}
+		st = fp.step(st, utf8.RuneError)
+	}
+	if st.dead {
+		return false
+	}
+	found := false
+	fp.closure(st.pcs, st.prev, -1, func(pc uint32) {
+		found = found || fp.prog.Inst[pc].Op == syntax.InstMatch
+	})
+	return found
+}
+
+// closure follows the empty transitions from pcs at the position between before and
+// after (-1: the buffer's start or end) and calls visit for each consuming or matching
+// instruction reached.
+func (fp *fullPattern) closure(pcs []uint32, before, after rune, visit func(pc uint32)) {
+	cond := syntax.EmptyOpContext(before, after)
+	seen := make([]bool, len(fp.prog.Inst))
+	stack := append([]uint32(nil), pcs...)
+	for len(stack) > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[pc] {
+			continue
+		}
+		seen[pc] = true
+		inst := &fp.prog.Inst[pc]
+		switch inst.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			stack = append(stack, inst.Out, inst.Arg)
+		case syntax.InstCapture, syntax.InstNop:
+			stack = append(stack, inst.Out)
+		case syntax.InstEmptyWidth:
+			if syntax.EmptyOp(inst.Arg)&^cond == 0 {
+				stack = append(stack, inst.Out)
+			}
+		case syntax.InstFail:
+		default:
+			visit(pc)
+		}
+	}
+}
+
+func matchRune(inst *syntax.Inst, r rune) bool {
+	switch inst.Op {
+	case syntax.InstRune:
+		return inst.MatchRune(r)
+	case syntax.InstRune1:
+		return r == inst.Rune[0]
+	case syntax.InstRuneAny:
+		return true
+	case syntax.InstRuneAnyNotNL:
+		return r != '\n'
+	}
+	return false
 }

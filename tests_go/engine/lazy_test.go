@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"regexp"
 	"sync"
 	"testing"
 
@@ -336,4 +338,77 @@ func lazyCompileErr(t *testing.T, src string, v engine.Vocabulary, opts ...engin
 	require.NoError(t, err)
 	_, err = engine.Compile(g, v, opts...)
 	return err
+}
+
+// TestLazyFullPatternIncrementalMatchesRegexp: the PATTERN_FULL check runs incrementally
+// (a Pike VM over the new bytes); it must fire at exactly the step where Go's regexp,
+// run on the whole buffer as llama.cpp runs std::regex_match, first matches, including
+// when tokens split UTF-8 characters and around ^, $, \b and \B.
+func TestLazyFullPatternIncrementalMatchesRegexp(t *testing.T) {
+	patterns := []string{
+		`[\s\S]*?(<tc>)[\s\S]*`,
+		`(?:<think>[\s\S]*?</think>\s*)?\s*(<tc>|\{"n")[\s\S]*`,
+		`(X)?CALL:\s*(\{)`,
+		`[^é]*é☃[\s\S]*`,
+		`.*\bab\b.*`,
+		`[\s\S]*\Bb<[\s\S]*`,
+		`(?i)[\s\S]*TC>`,
+		`a*`,
+		`[\s\S]*\n$`,
+		`(?s).*☃`,
+		`[\s\S]*\n`,
+		`[\s\S]*é`,
+		`[\s\S]*\Bc[\s\S]*`,
+		`[\s\S]*\bc[\s\S]*`,
+		`[\s\S]*c\b`,
+		`[^\n]*\n[^\n]*\n[\s\S]*`,
+	}
+	alphabet := []string{"a", "b", " ", "\n", "<", ">", "t", "c", "c", "é", "☃", "X", "CALL:", "{", "\"n\"", "<think>", "</think>", "<tc>", "\xff", "é☃"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for pi, p := range patterns {
+		ref := regexp.MustCompile(`^(?:` + p + `)$`)
+		for trial := 0; trial < 150; trial++ {
+			var text []byte
+			for len(text) < 40 {
+				text = append(text, alphabet[r.IntN(len(alphabet))]...)
+			}
+			// Split into tokens at random byte offsets (partial UTF-8 included).
+			var pieces []string
+			for rest := text; len(rest) > 0; {
+				n := 1 + r.IntN(min(4, len(rest)))
+				pieces = append(pieces, string(rest[:n]))
+				rest = rest[n:]
+			}
+			v := newListVocab(pieces...)
+			m := compile(t, `root ::= [^\x00]*`, v, engine.WithLazy(engine.Triggers{PatternsFull: []string{p}})).NewMatcher()
+			want, got := -1, -1
+			var buf []byte
+			for i, pc := range pieces {
+				buf = append(buf, pc...)
+				if want < 0 && ref.Match(buf) {
+					want = i
+				}
+				_ = m.AcceptToken(i) // a refused replay (invalid UTF-8) leaves it awaiting
+				if got < 0 && !m.Awaiting() {
+					got = i
+				}
+				if want >= 0 {
+					break
+				}
+			}
+			if want >= 0 && got < 0 {
+				// The grammar refused the replayed text (it holds invalid UTF-8): the
+				// trigger did fire; check that through the error instead.
+				m2 := compile(t, `root ::= [^\x00]*`, v, engine.WithLazy(engine.Triggers{PatternsFull: []string{p}})).NewMatcher()
+				for i := 0; i < want; i++ {
+					require.NoError(t, m2.AcceptToken(i))
+				}
+				err := m2.AcceptToken(want)
+				require.Error(t, err, "pattern %d %q on %q", pi, p, buf)
+				assert.Contains(t, err.Error(), "trigger fired")
+				continue
+			}
+			require.Equal(t, want, got, "pattern %d %q on %q", pi, p, buf)
+		}
+	}
 }
