@@ -73,19 +73,20 @@ type Triggers struct {
 
 type compiledTriggers struct {
 	tokens   map[int]bool
-	full     []*fullPattern // PATTERN_FULL, in order, anchored
-	anywhere *regexp.Regexp // words and patterns as one alternation (group 1), or nil
+	full     []*vmPattern // PATTERN_FULL, in order, anchored
+	anywhere *vmPattern   // words and patterns as one alternation (group 1), or nil
 	after    []byte
 	afterID  int // the token whose text is After, or -1
 }
 
 // bufTok is a token (or, with id -1, a text given to AcceptBytes) whose text lies at
-// buf[start:end] of the trigger buffer; full holds each PATTERN_FULL's matching state
-// after it (so Rollback and Clone need nothing else).
+// buf[start:end] of the trigger buffer; vm holds each pattern's matching state after
+// it (the PATTERN_FULLs', then the words-and-patterns alternation's), so Rollback and
+// Clone need nothing else.
 type bufTok struct {
 	id         int
 	start, end int
-	full       []vmState
+	vm         []vmState
 }
 
 func (t *Triggers) compile(g *Grammar) error {
@@ -101,6 +102,9 @@ func (t *Triggers) compile(g *Grammar) error {
 		if w == "" {
 			return &CompileError{Msg: "empty trigger word"}
 		}
+		if !utf8.ValidString(w) {
+			return &CompileError{Msg: fmt.Sprintf("trigger word %q is not valid UTF-8", w)}
+		}
 		alts = append(alts, regexp.QuoteMeta(w))
 	}
 	for _, p := range t.Patterns {
@@ -110,14 +114,14 @@ func (t *Triggers) compile(g *Grammar) error {
 		alts = append(alts, p)
 	}
 	if len(alts) > 0 {
-		re, err := regexp.Compile("(" + strings.Join(alts, "|") + ")")
+		re, err := compileVM("("+strings.Join(alts, "|")+")", false)
 		if err != nil {
 			return &CompileError{Msg: fmt.Sprintf("trigger words and patterns: %v", err)}
 		}
 		ct.anywhere = re
 	}
 	for _, p := range slices.Concat(t.PatternsFull, t.PatternsAtStart) {
-		fp, err := compileFull(p)
+		fp, err := compileVM(`^(?:`+p+`)$`, true)
 		if err != nil {
 			return &CompileError{Msg: fmt.Sprintf("trigger pattern (full) %q: %v", p, err)}
 		}
@@ -269,11 +273,11 @@ func (m *Matcher) watch(text []byte, id int) error {
 	m.buf = append(m.buf, text...)
 	var prev []vmState
 	if oldToks > 0 {
-		prev = m.toks[oldToks-1].full
+		prev = m.toks[oldToks-1].vm
 	}
-	full := lz.advanceFull(prev, text)
-	m.toks = append(m.toks, bufTok{id: id, start: old, end: len(m.buf), full: full})
-	start := lz.find(m.buf, old, full)
+	vm := lz.advance(prev, text)
+	m.toks = append(m.toks, bufTok{id: id, start: old, end: len(m.buf), vm: vm})
+	start := lz.find(m.buf, old, vm)
 	if start < 0 {
 		m.push()
 		m.hist[len(m.hist)-1].bufLen = int32(old)
@@ -302,12 +306,12 @@ func (m *Matcher) watch(text []byte, id int) error {
 // find returns where the constrained text starts in buf if a trigger fires, else -1.
 // old is the buffer's length before the last token; full is each PATTERN_FULL's state
 // after buf.
-func (lz *compiledTriggers) find(buf []byte, old int, full []vmState) int {
+func (lz *compiledTriggers) find(buf []byte, old int, vm []vmState) int {
+	// The incremental checks cost the new bytes only. They never miss a match
+	// (tests_go/engine checks them against regexp); the regexp confirms a match and
+	// finds the groups, once, when there is one.
 	for i, fp := range lz.full {
-		// The incremental check costs the new bytes only. It never misses a match
-		// (tests_go/engine checks it against regexp); the regexp confirms a match and
-		// finds the groups, once, when the whole buffer matches.
-		if !fp.matchesAtEnd(full[i]) {
+		if !fp.matches(vm[i]) {
 			continue
 		}
 		if loc := fp.re.FindSubmatchIndex(buf); loc != nil {
@@ -315,8 +319,8 @@ func (lz *compiledTriggers) find(buf []byte, old int, full []vmState) int {
 		}
 	}
 	start := -1
-	if lz.anywhere != nil {
-		if loc := lz.anywhere.FindSubmatchIndex(buf); loc != nil {
+	if lz.anywhere != nil && lz.anywhere.matches(vm[len(lz.full)]) {
+		if loc := lz.anywhere.re.FindSubmatchIndex(buf); loc != nil {
 			start = firstGroup(loc)
 		}
 	}
@@ -377,28 +381,32 @@ func (m *Matcher) replay(start int) (int32, *RejectError) {
 	return c, nil
 }
 
-// fullPattern is a PATTERN_FULL trigger: the regexp (for the capture groups) and its
-// compiled program, which a small Pike VM runs incrementally over the growing buffer,
-// so that watching costs the new bytes only, not the whole buffer per token (a thinking
-// model writes thousands of tokens before its tool call).
-type fullPattern struct {
-	re   *regexp.Regexp
-	prog *syntax.Prog
+// vmPattern is a trigger regexp (a PATTERN_FULL, anchored at both ends, or the
+// words-and-patterns alternation, searched anywhere) with its compiled program, which a
+// small Pike VM runs incrementally over the growing buffer: watching costs the new
+// bytes only, not the whole buffer per token (a thinking model writes thousands of
+// tokens before its tool call). The regexp gives the capture groups once a match is
+// known to exist.
+type vmPattern struct {
+	re       *regexp.Regexp
+	prog     *syntax.Prog
+	anchored bool // a match must start at 0 (else one may start anywhere)
 }
 
-// vmState is a PATTERN_FULL's matching state after a buffer: the program's threads
-// before the closure at the current position, the last rune consumed (-1 at the start)
-// and the bytes of an unfinished UTF-8 character at the end. Values are never modified
-// once made (Clone and Rollback share them).
+// vmState is a pattern's matching state after a buffer: the program's threads before
+// the closure at the current position, the last rune consumed (-1 at the start), the
+// bytes of an unfinished UTF-8 character at the end, and whether a match ended before
+// the current position. Values are never modified once made (Clone and Rollback share
+// them).
 type vmState struct {
-	pcs  []uint32
-	prev rune
-	tail []byte
-	dead bool // no continuation of the buffer can match any more
+	pcs     []uint32
+	prev    rune
+	tail    []byte
+	dead    bool // anchored: no continuation of the buffer can match any more
+	matched bool // unanchored: a match ended inside the buffer (sticky)
 }
 
-func compileFull(p string) (*fullPattern, error) {
-	src := `^(?:` + p + `)$`
+func compileVM(src string, anchored bool) (*vmPattern, error) {
 	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
@@ -411,29 +419,40 @@ func compileFull(p string) (*fullPattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fullPattern{re: re, prog: prog}, nil
+	return &vmPattern{re: re, prog: prog, anchored: anchored}, nil
 }
 
-// advanceFull returns every PATTERN_FULL's state after text, given the states before
-// it (nil: at the start of the buffer).
-func (lz *compiledTriggers) advanceFull(prev []vmState, text []byte) []vmState {
-	if len(lz.full) == 0 {
+// advance returns every pattern's state after text, given the states before it (nil:
+// at the start of the buffer).
+func (lz *compiledTriggers) advance(prev []vmState, text []byte) []vmState {
+	n := len(lz.full)
+	if lz.anywhere != nil {
+		n++
+	}
+	if n == 0 {
 		return nil
 	}
-	out := make([]vmState, len(lz.full))
-	for i, fp := range lz.full {
-		st := vmState{pcs: []uint32{uint32(fp.prog.Start)}, prev: -1}
+	out := make([]vmState, n)
+	for i := range out {
+		vp := lz.anywhere
+		if i < len(lz.full) {
+			vp = lz.full[i]
+		}
+		st := vmState{prev: -1}
+		if vp.anchored {
+			st.pcs = []uint32{uint32(vp.prog.Start)}
+		}
 		if prev != nil {
 			st = prev[i]
 		}
-		out[i] = fp.advance(st, text)
+		out[i] = vp.advance(st, text)
 	}
 	return out
 }
 
 // advance consumes text: whole characters (an invalid byte is one U+FFFD, as regexp
 // reads it), keeping an unfinished character's bytes for later.
-func (fp *fullPattern) advance(st vmState, text []byte) vmState {
+func (vp *vmPattern) advance(st vmState, text []byte) vmState {
 	if st.dead || len(text) == 0 {
 		return st
 	}
@@ -443,7 +462,7 @@ func (fp *fullPattern) advance(st vmState, text []byte) vmState {
 	}
 	for len(data) > 0 && utf8.FullRune(data) && !st.dead {
 		r, n := utf8.DecodeRune(data)
-		st = fp.step(st, r)
+		st = vp.step(st, r)
 		data = data[n:]
 	}
 	st.tail = nil
@@ -453,35 +472,56 @@ func (fp *fullPattern) advance(st vmState, text []byte) vmState {
 	return st
 }
 
+// threads is the thread list at the current position: an unanchored search starts a
+// new thread at every position.
+func (vp *vmPattern) threads(st vmState) []uint32 {
+	if vp.anchored {
+		return st.pcs
+	}
+	return append(append([]uint32(nil), st.pcs...), uint32(vp.prog.Start))
+}
+
 // step consumes one rune.
-func (fp *fullPattern) step(st vmState, r rune) vmState {
+func (vp *vmPattern) step(st vmState, r rune) vmState {
 	var next []uint32
-	seen := make([]bool, len(fp.prog.Inst))
-	fp.closure(st.pcs, st.prev, r, func(pc uint32) {
-		inst := &fp.prog.Inst[pc]
-		if inst.Op != syntax.InstMatch && matchRune(inst, r) && !seen[inst.Out] {
+	matched := false
+	seen := make([]bool, len(vp.prog.Inst))
+	vp.closure(vp.threads(st), st.prev, r, func(pc uint32) {
+		inst := &vp.prog.Inst[pc]
+		if inst.Op == syntax.InstMatch {
+			matched = true
+		} else if matchRune(inst, r) && !seen[inst.Out] {
 			seen[inst.Out] = true
 			next = append(next, inst.Out)
 		}
 	})
-	return vmState{pcs: next, prev: r, dead: len(next) == 0}
+	if vp.anchored {
+		// A match before the end does not count: the pattern ends with $.
+		return vmState{pcs: next, prev: r, dead: len(next) == 0}
+	}
+	// Sticky, and the threads go on: should the regexp not confirm a match (it
+	// always does), find keeps asking it, which is slower but never wrong.
+	return vmState{pcs: next, prev: r, matched: st.matched || matched}
 }
 
-// matchesAtEnd reports whether the whole buffer matches: an unfinished character's
-// bytes count as one U+FFFD each, as regexp reads them today.
-func (fp *fullPattern) matchesAtEnd(st vmState) bool {
+// matches reports whether the buffer holds a match (anchored: is one): an unfinished
+// character's bytes count as one U+FFFD each, as regexp reads them today.
+func (vp *vmPattern) matches(st vmState) bool {
 	for range st.tail {
 		if st.dead {
-			return false
+			break
 		}
-		st = fp.step(st, utf8.RuneError)
+		st = vp.step(st, utf8.RuneError)
+	}
+	if st.matched {
+		return true
 	}
 	if st.dead {
 		return false
 	}
 	found := false
-	fp.closure(st.pcs, st.prev, -1, func(pc uint32) {
-		found = found || fp.prog.Inst[pc].Op == syntax.InstMatch
+	vp.closure(vp.threads(st), st.prev, -1, func(pc uint32) {
+		found = found || vp.prog.Inst[pc].Op == syntax.InstMatch
 	})
 	return found
 }
@@ -489,9 +529,9 @@ func (fp *fullPattern) matchesAtEnd(st vmState) bool {
 // closure follows the empty transitions from pcs at the position between before and
 // after (-1: the buffer's start or end) and calls visit for each consuming or matching
 // instruction reached.
-func (fp *fullPattern) closure(pcs []uint32, before, after rune, visit func(pc uint32)) {
+func (vp *vmPattern) closure(pcs []uint32, before, after rune, visit func(pc uint32)) {
 	cond := syntax.EmptyOpContext(before, after)
-	seen := make([]bool, len(fp.prog.Inst))
+	seen := make([]bool, len(vp.prog.Inst))
 	stack := append([]uint32(nil), pcs...)
 	for len(stack) > 0 {
 		pc := stack[len(stack)-1]
@@ -500,7 +540,7 @@ func (fp *fullPattern) closure(pcs []uint32, before, after rune, visit func(pc u
 			continue
 		}
 		seen[pc] = true
-		inst := &fp.prog.Inst[pc]
+		inst := &vp.prog.Inst[pc]
 		switch inst.Op {
 		case syntax.InstAlt, syntax.InstAltMatch:
 			stack = append(stack, inst.Out, inst.Arg)

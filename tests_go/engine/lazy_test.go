@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -306,6 +307,9 @@ func TestLazyReplayRollbackAndClone(t *testing.T) {
 
 func TestLazyPreservedTokenErrors(t *testing.T) {
 	v := lazyVocab(t, "llama3")
+	err := lazyCompileErr(t, `root ::= "x"`, v, engine.WithLazy(engine.Triggers{Words: []string{"a\xffb"}}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not valid UTF-8")
 	g := lazyCompileErr(t, `root ::= "x"`, v, engine.WithLazy(engine.Triggers{Words: []string{"x"}, PreservedTokens: []string{"<|no_such_token|>"}}))
 	require.Error(t, g)
 	assert.Contains(t, g.Error(), `preserved token "<|no_such_token|>"`)
@@ -340,11 +344,12 @@ func lazyCompileErr(t *testing.T, src string, v engine.Vocabulary, opts ...engin
 	return err
 }
 
-// TestLazyFullPatternIncrementalMatchesRegexp: the PATTERN_FULL check runs incrementally
-// (a Pike VM over the new bytes); it must fire at exactly the step where Go's regexp,
-// run on the whole buffer as llama.cpp runs std::regex_match, first matches, including
+// TestLazyIncrementalMatchesRegexp: trigger patterns are checked incrementally (a Pike
+// VM over the new bytes); a PATTERN_FULL must fire at exactly the step where Go's
+// regexp, run on the whole buffer as llama.cpp runs std::regex_match, first matches,
+// and a PATTERN or word where a search of the whole buffer first finds one — including
 // when tokens split UTF-8 characters and around ^, $, \b and \B.
-func TestLazyFullPatternIncrementalMatchesRegexp(t *testing.T) {
+func TestLazyIncrementalMatchesRegexp(t *testing.T) {
 	patterns := []string{
 		`[\s\S]*?(<tc>)[\s\S]*`,
 		`(?:<think>[\s\S]*?</think>\s*)?\s*(<tc>|\{"n")[\s\S]*`,
@@ -362,53 +367,78 @@ func TestLazyFullPatternIncrementalMatchesRegexp(t *testing.T) {
 		`[\s\S]*\bc[\s\S]*`,
 		`[\s\S]*c\b`,
 		`[^\n]*\n[^\n]*\n[\s\S]*`,
+		`\Bc\b`,
+		`^ab`,
+		`c$`,
+		`é☃|X\{`,
+		`b\s*<`,
+		`(?i)caLL`,
 	}
 	alphabet := []string{"a", "b", " ", "\n", "<", ">", "t", "c", "c", "é", "☃", "X", "CALL:", "{", "\"n\"", "<think>", "</think>", "<tc>", "\xff", "é☃"}
 	r := rand.New(rand.NewPCG(5, 6))
+	fired := 0
 	for pi, p := range patterns {
-		ref := regexp.MustCompile(`^(?:` + p + `)$`)
-		for trial := 0; trial < 150; trial++ {
-			var text []byte
-			for len(text) < 40 {
-				text = append(text, alphabet[r.IntN(len(alphabet))]...)
+		for _, mode := range []string{"full", "anywhere", "word"} {
+			var trig engine.Triggers
+			var ref interface{ Match([]byte) bool }
+			switch mode {
+			case "full":
+				trig, ref = engine.Triggers{PatternsFull: []string{p}}, regexp.MustCompile(`^(?:`+p+`)$`)
+			case "anywhere":
+				trig, ref = engine.Triggers{Patterns: []string{p}}, regexp.MustCompile(`(`+p+`)`)
+			case "word":
+				w := strings.ReplaceAll(alphabet[pi%len(alphabet)]+alphabet[(pi*7+3)%len(alphabet)], "\xff", "é")
+				trig, ref = engine.Triggers{Words: []string{w}}, containsRef(w)
 			}
-			// Split into tokens at random byte offsets (partial UTF-8 included).
-			var pieces []string
-			for rest := text; len(rest) > 0; {
-				n := 1 + r.IntN(min(4, len(rest)))
-				pieces = append(pieces, string(rest[:n]))
-				rest = rest[n:]
-			}
-			v := newListVocab(pieces...)
-			m := compile(t, `root ::= [^\x00]*`, v, engine.WithLazy(engine.Triggers{PatternsFull: []string{p}})).NewMatcher()
-			want, got := -1, -1
-			var buf []byte
-			for i, pc := range pieces {
-				buf = append(buf, pc...)
-				if want < 0 && ref.Match(buf) {
-					want = i
+			for trial := 0; trial < 100; trial++ {
+				var text []byte
+				for len(text) < 40 {
+					text = append(text, alphabet[r.IntN(len(alphabet))]...)
 				}
-				_ = m.AcceptToken(i) // a refused replay (invalid UTF-8) leaves it awaiting
-				if got < 0 && !m.Awaiting() {
-					got = i
+				// Split into tokens at random byte offsets (partial UTF-8 included).
+				var pieces []string
+				for rest := text; len(rest) > 0; {
+					n := 1 + r.IntN(min(4, len(rest)))
+					pieces = append(pieces, string(rest[:n]))
+					rest = rest[n:]
 				}
+				v := newListVocab(pieces...)
+				gr := compile(t, `root ::= [^\x00]*`, v, engine.WithLazy(trig))
+				m := gr.NewMatcher()
+				want, got := -1, -1
+				var buf []byte
+				for i, pc := range pieces {
+					buf = append(buf, pc...)
+					if want < 0 && ref.Match(buf) {
+						want = i
+					}
+					err := m.AcceptToken(i)
+					if err != nil {
+						// The trigger fired but the grammar refused the replayed
+						// text (invalid UTF-8): that still shows the step it fired.
+						require.Contains(t, err.Error(), "trigger fired")
+						got = i
+						break
+					}
+					if !m.Awaiting() {
+						got = i
+						break
+					}
+					if want >= 0 {
+						break
+					}
+				}
+				require.Equal(t, want, got, "%s pattern %d %q on %q", mode, pi, p, buf)
 				if want >= 0 {
-					break
+					fired++
 				}
 			}
-			if want >= 0 && got < 0 {
-				// The grammar refused the replayed text (it holds invalid UTF-8): the
-				// trigger did fire; check that through the error instead.
-				m2 := compile(t, `root ::= [^\x00]*`, v, engine.WithLazy(engine.Triggers{PatternsFull: []string{p}})).NewMatcher()
-				for i := 0; i < want; i++ {
-					require.NoError(t, m2.AcceptToken(i))
-				}
-				err := m2.AcceptToken(want)
-				require.Error(t, err, "pattern %d %q on %q", pi, p, buf)
-				assert.Contains(t, err.Error(), "trigger fired")
-				continue
-			}
-			require.Equal(t, want, got, "pattern %d %q on %q", pi, p, buf)
 		}
 	}
+	assert.Greater(t, fired, 1000, "the cases must fire often enough to test something")
 }
+
+// containsRef finds a word as bytes (a word may hold invalid UTF-8).
+type containsRef string
+
+func (w containsRef) Match(b []byte) bool { return bytes.Contains(b, []byte(w)) }
