@@ -117,6 +117,12 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 	}
 	o.hardStacks = 4 * o.maxStacks
 	o.maxWork = 8 * o.hardStacks
+	if o.triggers != nil {
+		var err error
+		if v, err = o.triggers.vocabulary(v); err != nil {
+			return nil, err
+		}
+	}
 	gr := &Grammar{vocab: v, size: v.Size(), opts: o}
 	if err := gr.build(g); err != nil {
 		return nil, err

@@ -32,12 +32,14 @@ type Matcher struct {
 	// lazy mode
 	awaiting bool
 	buf      []byte
+	toks     []bufTok // the tokens whose text buf holds (see lazy.go)
 }
 
 type histEntry struct {
 	cfg      int32
 	awaiting bool
 	bufLen   int32
+	toks     int32 // len(Matcher.toks) before the step
 }
 
 // RejectError says why a token or byte string was refused.
@@ -89,6 +91,7 @@ func (m *Matcher) Reset() {
 	m.cfg = m.fam.start
 	m.hist = m.hist[:0]
 	m.buf = m.buf[:0]
+	m.toks = m.toks[:0]
 	m.awaiting = m.g.opts.triggers != nil
 }
 
@@ -101,6 +104,7 @@ func (m *Matcher) Clone() *Matcher {
 	c.depth = make([]int32, len(m.depth))
 	c.hist = append(make([]histEntry, 0, max(cap(m.hist), 16)), m.hist...)
 	c.buf = append([]byte(nil), m.buf...)
+	c.toks = append([]bufTok(nil), m.toks...)
 	return c
 }
 
@@ -163,7 +167,7 @@ func (m *Matcher) History() int {
 }
 
 func (m *Matcher) push() {
-	m.hist = append(m.hist, histEntry{cfg: m.cfg, awaiting: m.awaiting, bufLen: int32(len(m.buf))})
+	m.hist = append(m.hist, histEntry{cfg: m.cfg, awaiting: m.awaiting, bufLen: int32(len(m.buf)), toks: int32(len(m.toks))})
 }
 
 // Rollback undoes the last n accepted steps (AcceptToken and AcceptBytes calls).
@@ -180,6 +184,7 @@ func (m *Matcher) Rollback(n int) error {
 	m.hist = m.hist[:len(m.hist)-n]
 	m.cfg, m.awaiting = h.cfg, h.awaiting
 	m.buf = m.buf[:h.bufLen]
+	m.toks = m.toks[:h.toks]
 	return nil
 }
 

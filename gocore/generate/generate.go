@@ -106,6 +106,12 @@ type Constraint struct {
 	Regex      string // a regular expression (Go/RE2 syntax) the whole output must match
 	// SchemaOptions adjust the JSON Schema conversion (e.g. schema.WithWhitespace).
 	SchemaOptions []schema.Option
+	// Root names the GBNF start rule ("" = "root"; like llama.cpp's grammar_root).
+	Root string
+	// Lazy, if set, makes the constraint a lazy grammar: unconstrained until one of
+	// its triggers fires (llama.cpp's grammar_lazy and grammar_triggers, plus
+	// preserved_tokens; see engine.Triggers).
+	Lazy *engine.Triggers
 }
 
 func (c Constraint) empty() bool { return c.GBNF == "" && c.JSONSchema == nil && c.Regex == "" }
@@ -219,11 +225,19 @@ func (g *Generator) Matcher(c Constraint) (*engine.Matcher, error) {
 	if set > 1 {
 		return nil, errors.New("generate: give one of a grammar, a JSON Schema and a regex, not several")
 	}
-	gr, err := gbnf.Parse(src)
+	var popts []gbnf.Option
+	var copts []engine.Option
+	if c.Root != "" {
+		popts = append(popts, gbnf.WithRoot(c.Root))
+	}
+	if c.Lazy != nil {
+		copts = append(copts, engine.WithLazy(*c.Lazy))
+	}
+	gr, err := gbnf.Parse(src, popts...)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %s: %w", what, err)
 	}
-	cg, err := engine.Compile(gr, g.vocab)
+	cg, err := engine.Compile(gr, g.vocab, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %s: %w", what, err)
 	}
@@ -246,6 +260,9 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 	if p.NCtx == 0 {
 		p.NCtx = cfg.MaxPositions
 	}
+	if p.DryVocab == nil {
+		p.DryVocab = g.vocab
+	}
 	matcher, err := g.Matcher(opts.Constraint)
 	if err != nil {
 		return nil, err
@@ -257,6 +274,11 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 	sess, warns, err := sampling.NewSessionFromParams(p, gram)
 	if err != nil {
 		return nil, fmt.Errorf("generate: sampling: %w", err)
+	}
+	// Like llama.cpp, the prompt goes into the samplers' history (penalties, DRY), not
+	// into the grammar.
+	for _, id := range prompt {
+		sess.Chain().Accept(id)
 	}
 	res := &Result{PromptIDs: append([]int(nil), prompt...), SamplerWarning: warns}
 	eog := g.vocab.EOGTokens()

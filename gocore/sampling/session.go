@@ -59,6 +59,9 @@ func NewSessionFromParams(p Params, g Grammar) (*Session, []string, error) {
 // Chain returns the session's chain.
 func (s *Session) Chain() *Chain { return s.chain }
 
+// GrammarFirst reports whether the session masks with the grammar before sampling.
+func (s *Session) GrammarFirst() bool { return s.grammarFirst }
+
 // Candidates returns the candidate array as the last Sample left it (for top-n
 // probabilities and debugging). It is overwritten by the next Sample.
 func (s *Session) Candidates() *Candidates { return s.cands }

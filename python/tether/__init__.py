@@ -24,6 +24,7 @@ from .processors import (
     json_schema_to_gbnf,
     regex_to_gbnf,
 )
+from .sampling import ParamError, SamplerChain, SamplingLogitsProcessor
 from .tokenizer import Tokenizer
 
 __version__: str = _native.bindings_Version()
@@ -35,7 +36,10 @@ __all__ = [
     "InternalError",
     "JSONSchemaLogitsProcessor",
     "Matcher",
+    "ParamError",
     "RegexLogitsProcessor",
+    "SamplerChain",
+    "SamplingLogitsProcessor",
     "SchemaError",
     "TetherError",
     "Tokenizer",

@@ -33,15 +33,30 @@ def _release(obj: Any, close: Any) -> None:
 
 @dataclass(frozen=True)
 class Triggers:
-    """When a lazy grammar wakes up. Until then the processor masks nothing.
+    r"""When a lazy grammar wakes up. Until then the processor masks nothing.
 
     - ``words``: substrings of the generated text; the grammar then describes the output
       from the start of the word on (the word is part of the constrained text).
     - ``tokens``: token ids, with the same meaning.
     - ``patterns``: regular expressions (Go RE2 syntax) searched in the generated text;
       the first capture group, if any, marks where constrained text begins.
-    - ``patterns_at_start``: like ``patterns`` but only matching at the start of the output.
+    - ``patterns_at_start``: the older name of ``patterns_full`` (below).
     - ``after``: a marker such as ``"</think>"``; the grammar applies to the text after it.
+    - ``patterns_full``: llama.cpp's PATTERN_FULL: each must match the *whole* output so
+      far; the constrained text starts at its first capture group that matched a
+      non-empty string (e.g. ``r"[\s\S]*?(<tool_call>)[\s\S]*"``).
+    - ``preserved_tokens``: special tokens (as written in the tokenizer, e.g.
+      ``"<|python_tag|>"``) that count as their text for the grammar, like llama.cpp's
+      ``preserved_tokens``; other special tokens match only where the grammar names them
+      (``<|name|>``).
+
+    Words, patterns and patterns_full see special tokens' text, and when one fires the
+    buffered tokens are replayed into the grammar, as in llama.cpp: words and
+    ``patterns`` are searched anywhere and the constrained text starts where the match
+    starts.
+
+    >>> Triggers(words=["<tool_call>"], patterns_full=[r"[\s\S]*?(\[TOOL_CALLS\])[\s\S]*"]).to_json()[:24]
+    '{"words": ["<tool_call>"'
     """
 
     words: Sequence[str] = field(default_factory=tuple)
@@ -49,6 +64,8 @@ class Triggers:
     patterns: Sequence[str] = field(default_factory=tuple)
     patterns_at_start: Sequence[str] = field(default_factory=tuple)
     after: str | None = None
+    patterns_full: Sequence[str] = field(default_factory=tuple)
+    preserved_tokens: Sequence[str] = field(default_factory=tuple)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -58,6 +75,8 @@ class Triggers:
                 "patterns": list(self.patterns),
                 "patterns_at_start": list(self.patterns_at_start),
                 "after": self.after or "",
+                "patterns_full": list(self.patterns_full),
+                "preserved_tokens": list(self.preserved_tokens),
             }
         )
 

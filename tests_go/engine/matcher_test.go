@@ -278,7 +278,13 @@ func TestLazyTriggers(t *testing.T) {
 		assert.Equal(t, []int{4, 5}, all(m))
 	})
 	t.Run("pattern anywhere with group", func(t *testing.T) {
+		// llama.cpp: a PATTERN's constrained text starts where its match starts (its
+		// groups sit inside the alternation's own group 1); a PATTERN_FULL's starts at
+		// its first non-empty group.
 		m := compile(t, grammar, v, engine.WithLazy(engine.Triggers{Patterns: []string{`\n(\{)`}})).NewMatcher()
+		require.NoError(t, m.AcceptToken(0))
+		require.Error(t, m.AcceptToken(8), `the constrained text "\n{" does not start the grammar`)
+		m = compile(t, grammar, v, engine.WithLazy(engine.Triggers{PatternsFull: []string{`[\s\S]*\n(\{)[\s\S]*`}})).NewMatcher()
 		require.NoError(t, m.AcceptToken(0))
 		require.NoError(t, m.AcceptToken(8)) // "\n{": constrained text starts at "{"
 		assert.False(t, m.Awaiting())

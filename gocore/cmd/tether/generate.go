@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 
+	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/generate"
 	"github.com/tetherlm/tether/gocore/model"
 	"github.com/tetherlm/tether/gocore/sampling"
+	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 func init() {
@@ -23,27 +29,42 @@ func init() {
 // object at the end) and the prefill and decode speeds to stderr.
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("generate", stderr)
-	dir := fs.String("model", "", "Hugging Face model directory: config.json, *.safetensors, tokenizer.json (required)")
-	prompt := fs.String("prompt", "", "prompt text (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: tether generate --model DIR --prompt TEXT [flags]\n"+
+			"       tether generate --logits FILE --n-vocab N [--tokenizer tokenizer.json] [sampler flags]\n\n"+
+			"Sampler flags carry llama.cpp's names and defaults; the chain is logit-bias, then --samplers\n"+
+			"in order, then dist (mirostat 1 or 2 replaces the middle). Flags:")
+		printFlags(stderr, fs)
+	}
+	dir := fs.String("model", "", "Hugging Face model directory: config.json, *.safetensors, tokenizer.json (required unless --logits)")
+	prompt := fs.String("prompt", "", "prompt text (required with --model)")
 	grammarPath := fs.String("grammar", "", "constrain the output with a GBNF grammar file")
+	root := fs.String("root", "root", "the grammar's start rule")
 	schemaPath := fs.String("json-schema", "", "constrain the output with a JSON Schema file")
 	ws := fs.String("whitespace", "bounded", "whitespace a --json-schema output may have between tokens: bounded, compact or flexible (unbounded: a weak model can emit whitespace forever)")
 	regex := fs.String("regex", "", "constrain the output to match a regular expression (RE2 syntax)")
-	samplers := fs.String("samplers", "", "sampler order, names separated by ';' or letters (llama.cpp's --samplers / --sampling-seq)")
-	def := sampling.DefaultParams()
-	temp := fs.Float64("temp", float64(def.Temp), "temperature; <= 0 picks the most likely token (greedy)")
-	topK := fs.Int("top-k", def.TopK, "top-k (0: off)")
-	topP := fs.Float64("top-p", float64(def.TopP), "top-p (1: off)")
-	minP := fs.Float64("min-p", float64(def.MinP), "min-p (0: off)")
-	repeat := fs.Float64("repeat-penalty", float64(def.PenaltyRepeat), "repetition penalty (1: off)")
-	seed := fs.Uint("seed", uint(def.Seed), "random seed (default: random)")
+	var lazy lazyFlags
+	fs.Var(&lazy.words, "grammar-trigger-word", "lazy grammar: start constraining at this word, which the grammar must describe (repeatable)")
+	fs.Var(&lazy.patterns, "grammar-trigger-pattern", "lazy grammar: start at the first match of this regex (RE2) anywhere in the output (repeatable)")
+	fs.Var(&lazy.full, "grammar-trigger-pattern-full", "lazy grammar: start when this regex matches the whole output; the constrained text begins at its first non-empty group (repeatable)")
+	fs.Var(&lazy.tokens, "grammar-trigger-token", "lazy grammar: start at this token, by id or as written in the tokenizer, e.g. <|python_tag|> (repeatable)")
+	fs.Var(&lazy.preserved, "preserved-token", "lazy grammar: a special token, as written in the tokenizer, that the grammar and the triggers take as its text (repeatable)")
+	after := fs.String("after", "", "lazy grammar: constrain only the text after this marker (e.g. </think>)")
+	p := sampling.DefaultParams()
+	sampling.RegisterFlags(fs, &p)
 	maxTokens := fs.Int("max-tokens", 128, "stop after this many tokens (<= 0: until an end token or the context ends)")
 	ignoreEOG := fs.Bool("ignore-eog", false, "never pick an end-of-generation token (stop at --max-tokens)")
 	noSpecial := fs.Bool("no-special", false, "encode the prompt without special tokens (BOS)")
 	threads := fs.Int("threads", 0, "goroutines per matrix product (0: GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, stop reason, speeds) instead of streaming text")
+	logitsPath := fs.String("logits", "", "sample from recorded logits instead of a model: little-endian float32 rows of --n-vocab values, one row per step; prints {\"ids\": [...]}")
+	tokPath := fs.String("tokenizer", "", "with --logits: a tokenizer.json, to tokenize DRY sequence breakers")
+	promptIDs := fs.String("prompt-ids", "", "with --logits: comma-separated prompt token ids, for the samplers' history (penalties, DRY)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *logitsPath != "" {
+		return replayLogits(*logitsPath, *tokPath, *promptIDs, p, stdout, stderr)
 	}
 	promptSet := false
 	fs.Visit(func(f *flag.Flag) { promptSet = promptSet || f.Name == "prompt" })
@@ -77,16 +98,17 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if n > 1 {
 		return usageError("give at most one of --grammar, --json-schema and --regex")
 	}
-	p := def
-	p.Temp, p.TopK, p.TopP, p.MinP = float32(*temp), *topK, float32(*topP), float32(*minP)
-	p.PenaltyRepeat, p.Seed = float32(*repeat), uint32(*seed)
-	p.Greedy = *temp <= 0
-	if *samplers != "" {
-		order, err := sampling.ParseOrder(*samplers)
-		if err != nil {
-			return usageError("--samplers: %v", err)
+	if *root != "root" {
+		c.Root = *root
+	}
+	if lazy.any() || *after != "" {
+		if n == 0 {
+			return usageError("lazy grammar flags need --grammar, --json-schema or --regex")
 		}
-		p.Samplers = order
+		c.Lazy = &engine.Triggers{Words: lazy.words, Patterns: lazy.patterns, PatternsFull: lazy.full,
+			After: *after, PreservedTokens: lazy.preserved}
+	} else if len(lazy.preserved) > 0 {
+		return usageError("--preserved-token applies to lazy grammars: give a --grammar-trigger-* flag or --after")
 	}
 
 	g, err := generate.Load(*dir, model.WithThreads(*threads))
@@ -94,6 +116,15 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2, err: err}
 	}
 	defer g.Close()
+	if c.Lazy != nil {
+		for _, t := range lazy.tokens {
+			id, err := tokenArg(g.Vocab(), t)
+			if err != nil {
+				return usageError("--grammar-trigger-token: %v", err)
+			}
+			c.Lazy.Tokens = append(c.Lazy.Tokens, id)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -153,4 +184,105 @@ func resWarnings(r *generate.Result) []string {
 		return nil
 	}
 	return r.SamplerWarning
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// lazyFlags collects the lazy-grammar trigger flags.
+type lazyFlags struct {
+	words, patterns, full, tokens, preserved stringList
+}
+
+func (l *lazyFlags) any() bool {
+	return len(l.words)+len(l.patterns)+len(l.full)+len(l.tokens) > 0
+}
+
+// tokenArg reads a token given by id or as written in the tokenizer.
+func tokenArg(v *vocab.Vocab, s string) (int, error) {
+	if id, err := strconv.Atoi(s); err == nil {
+		if id < 0 || id >= v.Size() {
+			return 0, fmt.Errorf("token id %d is outside the vocabulary (size %d)", id, v.Size())
+		}
+		return id, nil
+	}
+	if id, ok := v.TokenID(s); ok {
+		return id, nil
+	}
+	return 0, fmt.Errorf("%q is neither a token id nor a token of the tokenizer", s)
+}
+
+// replayLogits samples from recorded logits rows instead of a model: the chain built
+// from p picks a token per row and accepts it, as generate does, and the ids are
+// printed as one JSON object {"ids": [...], "chain": "..."}. It shows that the CLI,
+// gocore/sampling and Python pick the same tokens for the same logits and seed.
+func replayLogits(path, tokPath, promptIDs string, p sampling.Params, stdout, stderr io.Writer) error {
+	if p.NVocab <= 0 {
+		return usageError("--logits needs --n-vocab (the width of a row)")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return usageError("--logits: %v", err)
+	}
+	row := 4 * p.NVocab
+	if len(data)%row != 0 {
+		return usageError("--logits: %d bytes is not a whole number of rows of %d float32", len(data), p.NVocab)
+	}
+	if tokPath != "" {
+		v, err := vocab.LoadFile(tokPath)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		p.DryVocab = v
+	}
+	var prompt []int
+	if promptIDs != "" {
+		if prompt, err = parseIDs(promptIDs); err != nil {
+			return usageError("--prompt-ids: %v", err)
+		}
+	}
+	sess, warns, err := sampling.NewSessionFromParams(p, nil)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	for _, w := range warns {
+		fmt.Fprintf(stderr, "tether generate: warning: %s\n", w)
+	}
+	for _, id := range prompt {
+		sess.Chain().Accept(id)
+	}
+	logits := make([]float32, p.NVocab)
+	ids := []int{}
+	for off := 0; off < len(data); off += row {
+		for i := range logits {
+			logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[off+4*i:]))
+		}
+		id, err := sess.Sample(logits)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", len(ids), err)
+		}
+		if err := sess.Accept(id); err != nil {
+			return fmt.Errorf("step %d: %w", len(ids), err)
+		}
+		ids = append(ids, id)
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"ids": ids, "chain": sess.Chain().String()})
+}
+
+// printFlags lists every flag with its default, the empty ones included.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			kind = ""
+		}
+		def := f.DefValue
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(w, "  --%s %s\n    \t%s (default: %s)\n", f.Name, kind, usage, def)
+	})
 }
