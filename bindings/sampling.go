@@ -205,14 +205,13 @@ func (s *sampler) sample(st *seqState, logits []float32) (int, error) {
 		}
 	}
 	id, err := st.sess.Sample(logits)
-	if st.m != nil {
-		// A grammar that hit an engine limit cannot promise an exact check or mask:
-		// report it rather than a token it might refuse.
-		if merr := st.m.Err(); merr != nil {
-			return -1, merr
-		}
-	}
 	if err != nil {
+		// A grammar that hit an engine limit cannot promise an exact check or mask:
+		// its *engine.LimitError is reported rather than a token it might refuse.
+		var le *engine.LimitError
+		if errors.As(err, &le) {
+			return -1, err
+		}
 		return -1, paramError(err)
 	}
 	return id, nil
