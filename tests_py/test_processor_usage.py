@@ -425,3 +425,12 @@ def test_import_without_torch() -> None:
         capture_output=True, text=True, timeout=300,
     )
     assert r.stdout.strip() == "False", "import tether leaves torch alone even when it is installed"
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import tether.grammar
+
+    result = doctest.testmod(tether.grammar, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0
