@@ -212,7 +212,10 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         the caller's frames (its LogitsProcessorList), or this thread's direct calls."""
         lst = None
         if _LIST_CALL_CODE is not None:
-            f = sys._getframe(2)
+            try:
+                f: Any = sys._getframe(2)
+            except ValueError:  # called with no Python caller
+                f = None
             for _ in range(3):
                 if f is None:
                     break
