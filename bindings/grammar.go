@@ -3,23 +3,23 @@ package bindings
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/tetherlm/tether/gocore/engine"
-	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/safecall"
+	"github.com/tetherlm/tether/gocore/session"
 	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 var (
 	vocabs   = newRegistry[*vocab.Vocab]("vocabulary")
-	grammars = newRegistry[*engine.Grammar]("grammar")
-	matchers = newRegistry[*engine.Matcher]("matcher")
+	grammars = newRegistry[*session.Grammar]("grammar")
+	matchers = newRegistry[session.EngineMatcher]("matcher")
 )
 
 // VocabFromJSON loads a vocabulary from the text of a tokenizer.json. configJSON is a
-// tokenizer_config.json (or "" / "{}"); eogJSON is a JSON list of extra
-// end-of-generation token ids (or ""). Loading the same inputs twice reuses the vocabulary.
+// tokenizer_config.json (or "" / "{}"). eogJSON is "" for the default end-of-generation
+// set (the tokenizer's EOS and the end-of-turn tokens tether knows), or a JSON list of
+// token ids that is exactly the set.
 func VocabFromJSON(tokenizerJSON, configJSON, eogJSON string) (int64, error) {
 	return safecall.Do("VocabFromJSON", func() (int64, error) {
 		var opts []vocab.Option
@@ -31,7 +31,7 @@ func VocabFromJSON(tokenizerJSON, configJSON, eogJSON string) (int64, error) {
 			if err := json.Unmarshal([]byte(eogJSON), &ids); err != nil {
 				return 0, fmt.Errorf("end-of-generation ids: want a JSON list of ints: %v", err)
 			}
-			opts = append(opts, vocab.WithEOGIDs(ids...))
+			opts = append(opts, vocab.WithoutDefaultEOG(), vocab.WithEOGIDs(ids...))
 		}
 		v, err := vocab.Load([]byte(tokenizerJSON), opts...)
 		if err != nil {
@@ -78,99 +78,39 @@ type triggerSpec struct {
 	Tokens          []int    `json:"tokens"`
 	Patterns        []string `json:"patterns"`
 	PatternsAtStart []string `json:"patterns_at_start"`
-	PatternsFull    []string `json:"patterns_full"`
 	After           string   `json:"after"`
-	PreservedTokens []string `json:"preserved_tokens"`
 }
 
 // GrammarCompile parses GBNF text and compiles it for a vocabulary. root names the
-// start rule; triggersJSON ("" for none) makes the grammar lazy.
-func GrammarCompile(vocabHandle int64, src, root, triggersJSON string) (int64, error) {
+// start rule; triggersJSON ("" for none) makes the grammar lazy; maxStacks caps the
+// stacks one state may hold (0: the default). The same inputs reuse a recently
+// compiled grammar.
+func GrammarCompile(vocabHandle int64, src, root, triggersJSON string, maxStacks int) (int64, error) {
 	return safecall.Do("GrammarCompile", func() (int64, error) {
 		v, err := vocabs.get(vocabHandle)
 		if err != nil {
 			return 0, err
 		}
-		if root == "" {
-			root = "root"
+		if maxStacks < 0 {
+			return 0, fmt.Errorf("max_stacks: %d is negative", maxStacks)
 		}
-		g, err := gbnf.Parse(src, gbnf.WithRoot(root))
-		if err != nil {
-			return 0, grammarError(err)
-		}
-		var opts []engine.Option
+		spec := session.Spec{Src: src, Root: root, MaxStacks: maxStacks}
 		if triggersJSON != "" {
 			var t triggerSpec
 			if err := json.Unmarshal([]byte(triggersJSON), &t); err != nil {
 				return 0, fmt.Errorf("triggers: %v", err)
 			}
-			opts = append(opts, engine.WithLazy(engine.Triggers{
+			spec.Triggers = &engine.Triggers{
 				Tokens: t.Tokens, Words: t.Words, Patterns: t.Patterns,
-				PatternsAtStart: t.PatternsAtStart, PatternsFull: t.PatternsFull, After: t.After,
-				PreservedTokens: t.PreservedTokens,
-			}))
-		}
-		key := compiledKey{v, src, root, triggersJSON}
-		cg := compiled.get(key)
-		if cg == nil {
-			if cg, err = engine.Compile(g, v, opts...); err != nil {
-				return 0, grammarError(err)
+				PatternsAtStart: t.PatternsAtStart, After: t.After,
 			}
-			compiled.put(key, cg)
 		}
-		return grammars.add(cg), nil
+		g, err := session.Compile(v, spec)
+		if err != nil {
+			return 0, grammarError(err)
+		}
+		return grammars.add(g), nil
 	})
-}
-
-// compiledKey names a compiled grammar: the same text, root and triggers over the same
-// vocabulary compile to the same immutable Grammar.
-type compiledKey struct {
-	v                       *vocab.Vocab
-	src, root, triggersJSON string
-}
-
-// compiledCache keeps recently compiled grammars, so a processor made again for the same
-// grammar (one per request is common) reuses the engine's warm per-position token caches
-// instead of paying for cold masks again.
-type compiledCache struct {
-	mu    sync.Mutex
-	order []compiledKey // least recently used first
-	items map[compiledKey]*engine.Grammar
-}
-
-const compiledCacheSize = 32
-
-var compiled = &compiledCache{items: map[compiledKey]*engine.Grammar{}}
-
-func (c *compiledCache) get(k compiledKey) *engine.Grammar {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.items[k]
-	if g != nil {
-		c.touch(k)
-	}
-	return g
-}
-
-func (c *compiledCache) put(k compiledKey, g *engine.Grammar) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[k]; !ok && len(c.order) >= compiledCacheSize {
-		delete(c.items, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.items[k] = g
-	c.touch(k)
-}
-
-func (c *compiledCache) touch(k compiledKey) {
-	for i, o := range c.order {
-		if o == k {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
-	c.order = append(c.order, k)
 }
 
 // GrammarClose releases a compiled grammar (matchers made from it keep working).
@@ -199,7 +139,7 @@ func MatcherAcceptToken(h int64, id int) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		return true, m.AcceptToken(id)
+		return true, coreError(m.AcceptToken(id))
 	})
 }
 
@@ -210,7 +150,7 @@ func MatcherAcceptText(h int64, text string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		return true, m.AcceptBytes([]byte(text))
+		return true, coreError(m.AcceptBytes([]byte(text)))
 	})
 }
 
@@ -227,7 +167,7 @@ func MatcherFillMask(h int64, mask uintptr, words int) (int, error) {
 			return 0, err
 		}
 		if err := m.FillMask(dst); err != nil {
-			return 0, err
+			return 0, coreError(err)
 		}
 		return popcount(dst), nil
 	})

@@ -2,27 +2,14 @@ package bindings
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
-	"runtime"
-	"sync"
 
-	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/session"
 )
 
-// processor is the Go half of a transformers logits processor: a session of rows over
-// one compiled grammar, and the end-of-generation bitset at the mask width in use.
-type processor struct {
-	mu      sync.Mutex // gopy releases the GIL: two Python threads could call at once
-	grammar *engine.Grammar
-	sess    *session.Session[*engine.Matcher]
-	eogIDs  []int
-	eog     []uint32 // bitset of eogIDs at len(eog) words
-}
-
-var processors = newRegistry[*processor]("processor")
+// Processors are gocore/session processors; this file only checks the buffers Python
+// hands over and converts errors.
+var processors = newRegistry[*session.Processor]("processor")
 
 // ProcessorNew makes a processor for a compiled grammar.
 func ProcessorNew(grammarHandle int64) (int64, error) {
@@ -31,247 +18,145 @@ func ProcessorNew(grammarHandle int64) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		v := g.Vocabulary()
-		var eog []int
-		for id := 0; id < v.Size(); id++ {
-			if v.IsEOG(id) {
-				eog = append(eog, id)
-			}
-		}
-		p := &processor{grammar: g, eogIDs: eog}
-		p.sess = session.New(g.NewMatcher(), v.IsEOG)
-		return processors.add(p), nil
+		return processors.add(session.NewProcessor(g)), nil
 	})
 }
 
-func (p *processor) eogBits(words int) []uint32 {
-	if len(p.eog) != words {
-		p.eog = make([]uint32, words)
-		for _, id := range p.eogIDs {
-			if id/32 < words {
-				p.eog[id/32] |= 1 << (id % 32)
-			}
-		}
+// step describes a call: key names the generate call or free stream, mode is a
+// session.StepMode (0 free, 1 a call's first step, 2 a later step), ids the address of
+// a row-major int64 [batch × seqLen] buffer of idsLen values.
+func step(key int64, mode int, ids uintptr, idsLen, batch, seqLen int) (session.Step, error) {
+	if mode < int(session.FreeStep) || mode > int(session.CallStep) {
+		return session.Step{}, fmt.Errorf("step mode %d is not 0, 1 or 2", mode)
 	}
-	return p.eog
+	if batch <= 0 || seqLen < 0 {
+		return session.Step{}, fmt.Errorf("input_ids: bad shape [%d, %d]", batch, seqLen)
+	}
+	if idsLen != batch*seqLen {
+		return session.Step{}, fmt.Errorf("input_ids: buffer of %d values for shape [%d, %d]", idsLen, batch, seqLen)
+	}
+	buf, err := view[int64](ids, idsLen, "input_ids")
+	if err != nil {
+		return session.Step{}, err
+	}
+	return session.Step{Key: key, Mode: session.StepMode(mode), IDs: buf, Batch: batch, SeqLen: seqLen}, nil
 }
 
-// masks computes every row's allowed-token bitset at the given width (distinct states
-// once each, in parallel) and returns them by row. The caller holds p.mu.
-func (p *processor) masks(batch, words int) ([][]uint32, error) {
-	eog := p.eogBits(words)
-	if err := p.sess.FillAll(words, eog, workers(batch)); err != nil {
-		return nil, err
-	}
-	out := make([][]uint32, batch)
-	for r := range out {
-		m, err := p.sess.Mask(r, words, eog)
-		if err != nil {
-			return nil, err
-		}
-		out[r] = m
-	}
-	return out, nil
-}
-
-// ProcessorStep brings the rows up to date with input_ids, a row-major int64
-// [batch × seqLen] buffer, and returns how many chosen tokens the grammar has rejected
-// so far in this generation.
-func ProcessorStep(h int64, ids uintptr, batch, seqLen int) (int, error) {
-	return safecall.Do("ProcessorStep", func() (int, error) {
-		p, err := processors.get(h)
-		if err != nil {
-			return 0, err
-		}
-		if batch <= 0 || seqLen < 0 {
-			return 0, fmt.Errorf("input_ids: bad shape [%d, %d]", batch, seqLen)
-		}
-		buf, err := view[int64](ids, batch*seqLen, "input_ids")
-		if err != nil {
-			return 0, err
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if err := p.sess.Step(buf, batch, seqLen); err != nil {
-			return 0, err
-		}
-		return p.sess.Rejected, nil
-	})
-}
-
-// workers is how many goroutines compute a batch's masks.
-func workers(batch int) int { return min(batch, runtime.GOMAXPROCS(0)) }
-
-// ProcessorFillMasks writes each row's allowed-token bitset into the caller's int32
-// [batch × words] buffer (after ProcessorStep).
-func ProcessorFillMasks(h int64, masks uintptr, batch, words int) (int, error) {
+// ProcessorFillMasks brings the call up to date with input_ids and writes each row's
+// allowed-token bitset for width columns into the caller's uint32 buffer of masksLen
+// values ([batch × ceil(width/32)]). It returns the number of rows.
+func ProcessorFillMasks(h, key int64, mode int, ids uintptr, idsLen, batch, seqLen int, masks uintptr, masksLen, width int) (int, error) {
 	return safecall.Do("ProcessorFillMasks", func() (int, error) {
 		p, err := processors.get(h)
 		if err != nil {
 			return 0, err
 		}
-		dst, err := view[uint32](masks, batch*words, "masks")
+		st, err := step(key, mode, ids, idsLen, batch, seqLen)
 		if err != nil {
 			return 0, err
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		ms, err := p.masks(batch, words)
+		if width <= 0 || masksLen != batch*((width+31)/32) {
+			return 0, fmt.Errorf("masks: buffer of %d words for %d rows of width %d", masksLen, batch, width)
+		}
+		dst, err := view[uint32](masks, masksLen, "masks")
 		if err != nil {
 			return 0, err
 		}
-		for r, m := range ms {
-			copy(dst[r*words:(r+1)*words], m)
-		}
-		return batch, nil
+		return batch, coreError(p.FillMasks(st, dst, width))
 	})
 }
 
-// ProcessorStepApply is ProcessorStep followed by ProcessorApply in one call: the
-// per-step path of the Python processor for CPU scores.
-func ProcessorStepApply(h int64, ids uintptr, batch, seqLen int, src, dst uintptr, vocabSize int, dtype string) (int, error) {
-	if _, err := ProcessorStep(h, ids, batch, seqLen); err != nil {
-		return 0, err
-	}
-	return ProcessorApply(h, src, dst, batch, vocabSize, dtype)
-}
-
-// ProcessorApply copies scores [batch × vocab] from src to dst, writing -inf for every
-// token the row's grammar state does not allow (after ProcessorStep). dtype is
-// "float32", "bfloat16" or "float16" (CPU, contiguous); src and dst may be the same
-// buffer. Doing this in Go, in one pass, avoids a bitmask round trip through torch.
-func ProcessorApply(h int64, src, dst uintptr, batch, vocabSize int, dtype string) (int, error) {
-	return safecall.Do("ProcessorApply", func() (int, error) {
+// ProcessorStepApply brings the call up to date with input_ids and copies the scores
+// (row-major [batch × width], scoresLen values of dtype "float32", "bfloat16" or
+// "float16", CPU, contiguous) from src to dst with -inf for every token the row's
+// state does not allow. src and dst may be the same buffer; both hold scoresLen values.
+func ProcessorStepApply(h, key int64, mode int, ids uintptr, idsLen, batch, seqLen int, src, dst uintptr, scoresLen, width int, dtype string) (int, error) {
+	return safecall.Do("ProcessorStepApply", func() (int, error) {
 		p, err := processors.get(h)
 		if err != nil {
 			return 0, err
 		}
-		n := batch * vocabSize
-		words := (vocabSize + 31) / 32
-		var apply func(r int, mask []uint32)
-		switch dtype {
-		case "float32":
-			in, err := view[float32](src, n, "scores")
-			if err != nil {
-				return 0, err
-			}
-			out, err := view[float32](dst, n, "out")
-			if err != nil {
-				return 0, err
-			}
-			apply = func(r int, mask []uint32) {
-				applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], mask, negInf)
-			}
-		case "bfloat16", "float16":
-			in, err := view[uint16](src, n, "scores")
-			if err != nil {
-				return 0, err
-			}
-			out, err := view[uint16](dst, n, "out")
-			if err != nil {
-				return 0, err
-			}
-			inf := uint16(0xFF80) // bfloat16 -inf
-			if dtype == "float16" {
-				inf = 0xFC00
-			}
-			apply = func(r int, mask []uint32) {
-				applyMask(out[r*vocabSize:(r+1)*vocabSize], in[r*vocabSize:(r+1)*vocabSize], mask, inf)
-			}
-		default:
-			return 0, fmt.Errorf("scores: dtype %q is not float32, bfloat16 or float16", dtype)
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		masks, err := p.masks(batch, words)
+		st, err := step(key, mode, ids, idsLen, batch, seqLen)
 		if err != nil {
 			return 0, err
 		}
-		parallelRows(batch, func(r int) { apply(r, masks[r]) })
-		return batch, nil
+		if width <= 0 || scoresLen != batch*width {
+			return 0, fmt.Errorf("scores: buffer of %d values for %d rows of width %d", scoresLen, batch, width)
+		}
+		switch dtype {
+		case "float32":
+			in, out, err := views[float32](src, dst, scoresLen)
+			if err != nil {
+				return 0, err
+			}
+			return batch, coreError(session.Apply(p, st, in, out, width, session.NegInf32))
+		case "bfloat16", "float16":
+			in, out, err := views[uint16](src, dst, scoresLen)
+			if err != nil {
+				return 0, err
+			}
+			inf := session.NegInfBF16
+			if dtype == "float16" {
+				inf = session.NegInfF16
+			}
+			return batch, coreError(session.Apply(p, st, in, out, width, inf))
+		}
+		return 0, fmt.Errorf("scores: dtype %q is not float32, bfloat16 or float16", dtype)
 	})
 }
 
-// parallelRows runs f for every row, on up to GOMAXPROCS goroutines when there are
-// several rows (each row's scores are separate memory).
-func parallelRows(batch int, f func(r int)) {
-	w := workers(batch)
-	if w <= 1 {
-		for r := 0; r < batch; r++ {
-			f(r)
-		}
-		return
+func views[T any](src, dst uintptr, n int) ([]T, []T, error) {
+	in, err := view[T](src, n, "scores")
+	if err != nil {
+		return nil, nil, err
 	}
-	var wg sync.WaitGroup
-	for g := 0; g < w; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for r := g; r < batch; r += w {
-				f(r)
-			}
-		}(g)
-	}
-	wg.Wait()
+	out, err := view[T](dst, n, "out")
+	return in, out, err
 }
 
-var negInf = float32(math.Inf(-1))
-
-// applyMask sets out[i] = in[i] where bit i of mask is set and masked elsewhere. It
-// copies the row in one bulk move (skipped when out and in are the same memory), then
-// writes only the masked positions, walking the zero bits of each word.
-func applyMask[T float32 | uint16](out, in []T, mask []uint32, masked T) {
-	n := len(in)
-	if len(out) > 0 && &out[0] != &in[0] {
-		copy(out, in)
-	}
-	for w, word := range mask {
-		lo := w * 32
-		if lo >= n {
-			break
+// ProcessorEnd drops the session of a generate call or free stream; it reports
+// whether there was one.
+func ProcessorEnd(h, key int64) (bool, error) {
+	return safecall.Do("ProcessorEnd", func() (bool, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return false, err
 		}
-		if word == ^uint32(0) {
-			continue
-		}
-		hi := min(lo+32, n)
-		if word == 0 {
-			row := out[lo:hi]
-			for i := range row {
-				row[i] = masked
-			}
-			continue
-		}
-		for z := ^word; z != 0; z &= z - 1 {
-			if i := lo + bits.TrailingZeros32(z); i < hi {
-				out[i] = masked
-			}
-		}
-	}
+		return p.End(key), nil
+	})
 }
 
-// ProcessorRejected is how many chosen tokens the grammar rejected in this generation.
+// ProcessorCalls is the number of sessions (open generate calls and free streams).
+func ProcessorCalls(h int64) (int, error) {
+	return safecall.Do("ProcessorCalls", func() (int, error) {
+		p, err := processors.get(h)
+		if err != nil {
+			return 0, err
+		}
+		return p.Calls(), nil
+	})
+}
+
+// ProcessorRejected is how many chosen tokens the grammar rejected since the
+// processor was made or reset, over all calls.
 func ProcessorRejected(h int64) (int, error) {
 	return safecall.Do("ProcessorRejected", func() (int, error) {
 		p, err := processors.get(h)
 		if err != nil {
 			return 0, err
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.sess.Rejected, nil
+		return p.Rejected(), nil
 	})
 }
 
-// ProcessorReset forgets all rows: the next step starts a new generation.
+// ProcessorReset drops every session: the next step starts a new generation.
 func ProcessorReset(h int64) (bool, error) {
 	return safecall.Do("ProcessorReset", func() (bool, error) {
 		p, err := processors.get(h)
 		if err != nil {
 			return false, err
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.sess.Reset()
+		p.Reset()
 		return true, nil
 	})
 }

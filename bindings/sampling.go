@@ -11,6 +11,7 @@ import (
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/sampling"
+	"github.com/tetherlm/tether/gocore/session"
 )
 
 // paramPrefix marks a sampling parameter error; python/tether/sampling.py raises
@@ -90,7 +91,7 @@ func SamplerNew(paramsJSON string, grammarHandle, vocabHandle int64) (int64, err
 			if err != nil {
 				return 0, err
 			}
-			s.grammar = g
+			s.grammar = g.Grammar
 			voc = g.Vocabulary()
 		}
 		if vocabHandle != 0 {
@@ -210,7 +211,7 @@ func (s *sampler) sample(st *seqState, logits []float32) (int, error) {
 		// its *engine.LimitError is reported rather than a token it might refuse.
 		var le *engine.LimitError
 		if errors.As(err, &le) {
-			return -1, err
+			return -1, coreError(err) // Python: GrammarLimitError
 		}
 		return -1, paramError(err)
 	}
@@ -341,13 +342,17 @@ func SamplerStepSample(h int64, ids uintptr, batch, seqLen int, scores uintptr, 
 		for r := 0; r < batch; r++ {
 			id, err := s.sample(s.rows[r], sc[r*vocabSize:(r+1)*vocabSize])
 			if err != nil {
+				var le *engine.LimitError
+				if errors.As(err, &le) {
+					return 0, coreError(fmt.Errorf("row %d: %w", r, le))
+				}
 				return 0, fmt.Errorf("row %d: %w", r, err)
 			}
 			dst[r] = int64(id)
 			if res != nil {
 				row := res[r*vocabSize : (r+1)*vocabSize]
 				for i := range row {
-					row[i] = negInf
+					row[i] = session.NegInf32
 				}
 				if id >= 0 && id < vocabSize {
 					v := sc[r*vocabSize+id]

@@ -116,25 +116,33 @@ def test_raw_processor_calls_in_subprocess() -> None:
         from tether._native_call import native
         tj = open({str(tokenizer_path("llama2"))!r}).read()
         v = native.bindings_VocabFromJSON(tj, "", "")
-        g = native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "")
+        g = native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "", 0)
         p = native.bindings_ProcessorNew(g)
         ids = np.zeros((1, 2), dtype=np.int64)
         scores = np.zeros((1, 32000), dtype=np.float32)
+        masks = np.zeros((1, 1000), dtype=np.uint32)
+        I, S, M = ids.ctypes.data, scores.ctypes.data, masks.ctypes.data
+        apply = native.bindings_ProcessorStepApply
         calls = [
-            lambda: native.bindings_ProcessorStep(p, 0, 1, 2),
-            lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 1, -5),
-            lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 0, 2),
-            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data, 0, 1, 32000, "float32"),
-            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data + 2, scores.ctypes.data, 1, 16, "float32"),
-            lambda: native.bindings_ProcessorApply(p, scores.ctypes.data, scores.ctypes.data, 1, 32000, "int8"),
-            lambda: native.bindings_ProcessorFillMasks(p, 0, 1, 1000),
-            lambda: native.bindings_GrammarCompile(v, "root ::= (", "root", ""),
-            lambda: native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "{{not json"),
+            lambda: apply(p, 1, 0, 0, 2, 1, 2, S, S, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 0, I, 2, 1, -5, S, S, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 0, I, 2, 0, 2, S, S, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 0, I, 2, 1, 2, S, 0, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 0, I, 2, 1, 2, S + 2, S, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 0, I, 2, 1, 2, S, S, 32000, 32000, "int8"),
+            lambda: apply(p, 1, 0, I, 2, 1, 2, S, S, 16, 16, "float32"),
+            lambda: apply(p, 1, 9, I, 2, 1, 2, S, S, 32000, 32000, "float32"),
+            lambda: apply(p, 1, 2, I, 2, 1, 2, S, S, 32000, 32000, "float32"),
+            lambda: native.bindings_ProcessorFillMasks(p, 1, 0, I, 2, 1, 2, 0, 1000, 32000),
+            lambda: native.bindings_ProcessorFillMasks(p, 1, 0, I, 2, 1, 2, M, 1000, 32000),
+            lambda: native.bindings_GrammarCompile(v, "root ::= (", "root", "", 0),
+            lambda: native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "{{not json", 0),
+            lambda: native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "", -1),
             lambda: native.bindings_VocabFromJSON("{{", "", ""),
             lambda: native.bindings_MatcherAcceptToken(123456789, 1),
         ]
         native.bindings_ProcessorClose(p)
-        calls.append(lambda: native.bindings_ProcessorStep(p, ids.ctypes.data, 1, 2))
+        calls.append(lambda: apply(p, 1, 0, I, 2, 1, 2, S, S, 32000, 32000, "float32"))
         n = 0
         for c in calls:
             try:
@@ -147,5 +155,5 @@ def test_raw_processor_calls_in_subprocess() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "RAISED 12 OF 12" in r.stdout, r.stdout
+    assert "RAISED 17 OF 17" in r.stdout, r.stdout
     assert "tether internal error" not in r.stdout, "bad input must be an ordinary error, not a recovered panic"

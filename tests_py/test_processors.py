@@ -291,8 +291,10 @@ def test_errors_are_exceptions() -> None:
     assert any("uniqueItems" in i for i in lenient.ignored)
     with pytest.raises(tether.GrammarError):
         tether.RegexLogitsProcessor(r"(a", tok)
-    with pytest.raises(tether.TokenizerError, match="fast tokenizer"):
+    with pytest.raises(TypeError, match="fast tokenizer"):
         tether.GrammarLogitsProcessor('root ::= "a"', object())
+    with pytest.raises(tether.TokenizerError, match="fast tokenizer"):
+        tether.Vocabulary.from_hf(object())
 
 
 def test_many_processor_lifecycles_do_not_leak() -> None:

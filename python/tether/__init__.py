@@ -3,6 +3,9 @@
 The Go core (a GBNF grammar engine, JSON Schema and regex front ends and llama.cpp's
 sampler chain) is exposed to Python through a gopy extension, ``tether._native``.
 
+``import tether`` needs neither torch nor transformers: the logits processors (and with
+them torch and transformers) are imported the first time one of them is used.
+
 >>> import tether
 >>> tether.__version__
 '0.1.0'
@@ -10,14 +13,14 @@ sampler chain) is exposed to Python through a gopy extension, ``tether._native``
 
 from __future__ import annotations
 
-from ._errors import GrammarError, InternalError, SchemaError, TetherError, TokenizerError
+from typing import TYPE_CHECKING, Any
+
+from ._errors import GrammarError, GrammarLimitError, InternalError, SchemaError, TetherError, TokenizerError
 from ._native_call import native as _native
-from .processors import (
+from .grammar import (
+    DEFAULT_WHITESPACE,
     Grammar,
-    GrammarLogitsProcessor,
-    JSONSchemaLogitsProcessor,
     Matcher,
-    RegexLogitsProcessor,
     Triggers,
     Vocabulary,
     allowed_token_ids,
@@ -27,11 +30,32 @@ from .processors import (
 from .sampling import ParamError, SamplerChain, SamplingLogitsProcessor
 from .tokenizer import Tokenizer
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .processors import GrammarLogitsProcessor, JSONSchemaLogitsProcessor, RegexLogitsProcessor
+
 __version__: str = _native.bindings_Version()
 
+_LAZY = {"GrammarLogitsProcessor", "JSONSchemaLogitsProcessor", "RegexLogitsProcessor"}
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the processors import torch and transformers, so they load on first use.
+    if name in _LAZY:
+        from . import processors
+
+        return getattr(processors, name)
+    raise AttributeError(f"module 'tether' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
+
+
 __all__ = [
+    "DEFAULT_WHITESPACE",
     "Grammar",
     "GrammarError",
+    "GrammarLimitError",
     "GrammarLogitsProcessor",
     "InternalError",
     "JSONSchemaLogitsProcessor",

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import json
 
-from ._errors import GrammarError, InternalError, SchemaError, TetherError, TokenizerError
+from ._errors import GrammarError, GrammarLimitError, InternalError, SchemaError, TetherError, TokenizerError
 
 T = TypeVar("T")
 
@@ -39,6 +39,10 @@ def _structured(msg: str) -> TetherError | None:
         return SchemaError(text, e.get("keyword"), e.get("pointer"))
     if kind == "tokenizer":
         return TokenizerError(text)
+    if kind == "limit":
+        return GrammarLimitError(text)
+    if kind == "dead_end":
+        return GrammarError(text)
     return None
 
 

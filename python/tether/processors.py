@@ -1,389 +1,386 @@
-"""transformers logits processors that constrain generation with tether's Go core."""
+"""transformers logits processors that constrain generation with tether's Go core.
+
+torch and transformers are imported when this module is (``tether`` itself imports it
+only when a processor class is first used), so ``import tether`` works without them.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import itertools
+import sys
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
+from ._errors import GrammarError, TetherError
 from ._native_call import call, native
+from .grammar import (
+    DEFAULT_WHITESPACE,
+    Grammar,
+    Triggers,
+    Vocabulary,
+    _id_list,
+    _release,
+    _vocabulary,
+    json_schema_to_gbnf,
+    regex_to_gbnf,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 try:  # transformers is optional: without it the processors still work as callables
     from transformers import LogitsProcessor as _LogitsProcessorBase
-except ImportError:  # pragma: no cover
+    from transformers import LogitsProcessorList as _LogitsProcessorList
+except Exception:  # pragma: no cover - ImportError, or transformers without torch
     _LogitsProcessorBase = object  # type: ignore[assignment,misc]
+    _LogitsProcessorList = None  # type: ignore[assignment,misc]
+
+# generate calls every processor from LogitsProcessorList.__call__, and makes a new
+# LogitsProcessorList for every call: that object names the generate call.
+_LIST_CALL_CODE = getattr(getattr(_LogitsProcessorList, "__call__", None), "__code__", None)
+
+_MODE_FREE, _MODE_BEGIN, _MODE_STEP = 0, 1, 2
+_keys = itertools.count(1)
 
 
-def _release(obj: Any, close: Any) -> None:
-    """Close obj's native handle once; safe in __del__ (never raises)."""
-    h, obj._handle = getattr(obj, "_handle", 0), 0
-    if h:
-        try:
-            close(h)
-        except Exception:
-            pass
+def _go_dtype(dtype: Any) -> str | None:
+    import torch
+
+    return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype)
 
 
-@dataclass(frozen=True)
-class Triggers:
-    r"""When a lazy grammar wakes up. Until then the processor masks nothing.
-
-    - ``words``: substrings of the generated text; the grammar then describes the output
-      from the start of the word on (the word is part of the constrained text).
-    - ``tokens``: token ids, with the same meaning.
-    - ``patterns``: regular expressions (Go RE2 syntax) searched in the generated text;
-      the first capture group, if any, marks where constrained text begins.
-    - ``patterns_at_start``: the older name of ``patterns_full`` (below).
-    - ``after``: a marker such as ``"</think>"``; the grammar applies to the text after it.
-    - ``patterns_full``: llama.cpp's PATTERN_FULL: each must match the *whole* output so
-      far; the constrained text starts at its first capture group that matched a
-      non-empty string (e.g. ``r"[\s\S]*?(<tool_call>)[\s\S]*"``).
-    - ``preserved_tokens``: special tokens (as written in the tokenizer, e.g.
-      ``"<|python_tag|>"``) that count as their text for the grammar, like llama.cpp's
-      ``preserved_tokens``; other special tokens match only where the grammar names them
-      (``<|name|>``).
-
-    Words, patterns and patterns_full see special tokens' text, and when one fires the
-    buffered tokens are replayed into the grammar, as in llama.cpp: words and
-    ``patterns`` are searched anywhere and the constrained text starts where the match
-    starts.
-
-    >>> Triggers(words=["<tool_call>"], patterns_full=[r"[\s\S]*?(\[TOOL_CALLS\])[\s\S]*"]).to_json()[:24]
-    '{"words": ["<tool_call>"'
-    """
-
-    words: Sequence[str] = field(default_factory=tuple)
-    tokens: Sequence[int] = field(default_factory=tuple)
-    patterns: Sequence[str] = field(default_factory=tuple)
-    patterns_at_start: Sequence[str] = field(default_factory=tuple)
-    after: str | None = None
-    patterns_full: Sequence[str] = field(default_factory=tuple)
-    preserved_tokens: Sequence[str] = field(default_factory=tuple)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "words": list(self.words),
-                "tokens": [int(t) for t in self.tokens],
-                "patterns": list(self.patterns),
-                "patterns_at_start": list(self.patterns_at_start),
-                "after": self.after or "",
-                "patterns_full": list(self.patterns_full),
-                "preserved_tokens": list(self.preserved_tokens),
-            }
-        )
-
-
-class Vocabulary:
-    """A tokenizer's vocabulary as the Go core sees it: exact bytes per token, special
-    tokens, end-of-generation tokens. Built once per tokenizer and shared."""
-
-    _cache: dict[str, Vocabulary] = {}
-    # Per tokenizer object, so a processor made per request does not serialize and hash
-    # the tokenizer.json again; keyed by length too, as add_tokens changes a tokenizer.
-    _by_object: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], Vocabulary]] = weakref.WeakKeyDictionary()
-    _lock = threading.Lock()
-
-    def __init__(self, handle: int, eog: list[int]) -> None:
-        self._handle = handle
-        self.eog_token_ids = eog
-
-    @classmethod
-    def from_hf(cls, tokenizer: Any, eos_token_id: int | Iterable[int] | None = None) -> Vocabulary:
-        """The vocabulary of a transformers fast tokenizer (its tokenizer.json goes to Go).
-
-        End-of-generation tokens: the tokenizer's EOS, the eot-style tokens tether knows
-        (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``, ...) and ``eos_token_id``
-        (e.g. from ``model.generation_config.eos_token_id``)."""
-        extra: list[int] = []
-        if eos_token_id is not None:
-            extra = [int(eos_token_id)] if isinstance(eos_token_id, int) else [int(i) for i in eos_token_id]
-        obj_key = (len(tokenizer) if hasattr(tokenizer, "__len__") else -1, json.dumps(extra))
-        try:
-            hit = cls._by_object.get(tokenizer, {}).get(obj_key)
-        except TypeError:  # not weak-referenceable
-            hit = None
-        if hit is not None:
-            return hit
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if backend is None or not hasattr(backend, "to_str"):
-            raise TokenizerError(
-                f"{type(tokenizer).__name__} is not a fast tokenizer: tether needs the "
-                "tokenizer.json behind a transformers *TokenizerFast (use_fast=True)"
-            )
-        tok_json = backend.to_str()
-        config: dict[str, Any] = {}
-        eos = getattr(tokenizer, "eos_token", None)
-        if isinstance(eos, str):
-            config["eos_token"] = eos
-        key = hashlib.sha256(
-            tok_json.encode("utf-8", "surrogatepass") + json.dumps([config, extra]).encode()
-        ).hexdigest()
-        with cls._lock:
-            v = cls._cache.get(key)
-            if v is None:
-                h = call(
-                    native.bindings_VocabFromJSON, tok_json, json.dumps(config), json.dumps(extra),
-                    error=TokenizerError,
-                )
-                eog = json.loads(call(native.bindings_VocabEOG, h, error=TokenizerError))
-                v = cls(h, eog)
-                cls._cache[key] = v
-            try:
-                cls._by_object.setdefault(tokenizer, {})[obj_key] = v
-            except TypeError:
-                pass
-            return v
-
-
-class Grammar:
-    """A compiled grammar over a vocabulary; immutable and shared by matchers."""
-
-    def __init__(self, vocab: Vocabulary, gbnf: str, root: str = "root", triggers: Triggers | None = None) -> None:
-        self.vocab = vocab
-        self.gbnf = gbnf
-        self._handle = call(
-            native.bindings_GrammarCompile, vocab._handle, gbnf, root,
-            (triggers or Triggers()).to_json() if triggers else "",
-            error=GrammarError,
-        )
-
-    def matcher(self) -> Matcher:
-        """A new matcher at the start of this grammar."""
-        return Matcher(self)
-
-    def __del__(self) -> None:
-        _release(self, native.bindings_GrammarClose)
-
-
-class Matcher:
-    """One sequence's position in a grammar: feed it tokens or text, ask what may follow.
-
-    >>> m = grammar.matcher()             # doctest: +SKIP
-    >>> m.accept_text('{"a": 1'); m.can_end
-    False
-    """
-
-    def __init__(self, grammar: Grammar, _handle: int = 0) -> None:
-        self.grammar = grammar
-        self._handle = _handle or call(native.bindings_MatcherNew, grammar._handle, error=GrammarError)
-
-    def accept_token(self, token_id: int) -> None:
-        """Advance by one token; GrammarError says why it is not allowed (state unchanged)."""
-        call(native.bindings_MatcherAcceptToken, self._handle, int(token_id), error=GrammarError)
-
-    def accept_text(self, text: str) -> None:
-        """Advance by the UTF-8 bytes of text; GrammarError says where it was rejected."""
-        call(native.bindings_MatcherAcceptText, self._handle, text, error=GrammarError)
-
-    def accepts(self, text: str) -> bool:
-        """Whether text (from the current state) is accepted, leaving this matcher unchanged."""
-        m = self.clone()
-        try:
-            m.accept_text(text)
-        except GrammarError:
-            return False
-        return True
-
-    def allowed_token_ids(self, vocab_size: int | None = None) -> np.ndarray:
-        """The token ids allowed next (vocab_size defaults to the tokenizer's)."""
-        n = vocab_size or call(native.bindings_VocabSize, self.grammar.vocab._handle, error=TetherError)
-        words = np.zeros((n + 31) // 32, dtype=np.uint32)
-        call(native.bindings_MatcherFillMask, self._handle, words.ctypes.data, words.size, error=TetherError)
-        return allowed_token_ids(words, n)
-
-    def _state(self) -> dict[str, bool]:
-        return json.loads(call(native.bindings_MatcherState, self._handle, error=TetherError))
-
-    @property
-    def can_end(self) -> bool:
-        """Whether the text so far is a complete sentence of the grammar."""
-        return self._state()["can_end"]
-
-    @property
-    def is_dead(self) -> bool:
-        """Whether nothing can follow (the grammar has ended, or input was rejected)."""
-        return self._state()["dead"]
-
-    def clone(self) -> Matcher:
-        """An independent copy."""
-        return Matcher(self.grammar, call(native.bindings_MatcherClone, self._handle, error=TetherError))
-
-    def reset(self) -> None:
-        """Back to the start of the grammar."""
-        call(native.bindings_MatcherReset, self._handle, error=TetherError)
-
-    def rollback(self, n: int = 1) -> None:
-        """Undo the last n accepted tokens."""
-        call(native.bindings_MatcherRollback, self._handle, n, error=GrammarError)
-
-    def __del__(self) -> None:
-        _release(self, native.bindings_MatcherClose)
-
-
-def json_schema_to_gbnf(
-    schema: Mapping[str, Any] | str | type,
-    *,
-    whitespace: str = "flexible",
-    lenient: bool = False,
-    strict_objects: bool = False,
-) -> tuple[str, list[str]]:
-    """Translate a JSON Schema (a dict, JSON text, or a pydantic model class) to GBNF.
-
-    Returns the grammar and the list of keywords ignored (only with ``lenient=True``;
-    otherwise a keyword tether cannot enforce raises :class:`tether.SchemaError`).
-
-    >>> gbnf, ignored = json_schema_to_gbnf({"type": "integer", "minimum": 0, "maximum": 99})
-    >>> "root" in gbnf, ignored
-    (True, [])
-    """
-    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        schema = schema.model_json_schema()  # pydantic v2 model class
-    text = schema if isinstance(schema, str) else json.dumps(schema)
-    opts = json.dumps({"whitespace": whitespace, "lenient": lenient, "strict_objects": strict_objects})
-    out = json.loads(call(native.bindings_SchemaToGBNF, text, opts, error=SchemaError))
-    return out["grammar"], [f"{i['keyword']} at {i['pointer'] or '/'}" for i in out.get("ignored") or []]
-
-
-def regex_to_gbnf(pattern: str) -> str:
-    r"""Translate a regular expression (Go RE2 syntax, matched in full) to GBNF.
-
-    >>> "root" in regex_to_gbnf(r"\d{3}-\d{4}")
-    True
-    """
-    return call(native.bindings_RegexToGBNF, pattern, error=GrammarError)
-
-
-def _go_dtypes() -> dict[Any, str]:
+def _end_session(handle: int, key: int) -> None:
+    """Drop a finished call's Go session (from a weakref callback: never raises)."""
     try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return {}
-    return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+        native.bindings_ProcessorEnd(handle, key)
+    except Exception:
+        pass
 
 
-_GO_DTYPES = _go_dtypes()
+class _Stream:
+    """One generate call's (or one thread's direct calls') key and mask buffer."""
+
+    __slots__ = ("key", "mask_buf", "__weakref__")
+
+    def __init__(self) -> None:
+        self.key = next(_keys)
+        self.mask_buf: Any = None
+
+
+def _generation_eos(generation_config: Any) -> list[int]:
+    eos = getattr(generation_config, "eos_token_id", None)
+    if eos is None:
+        raise ValueError(
+            "the generation config has no eos_token_id, so generate would never stop on a "
+            "token: pass eos_token_id= to the processor (and to generate)"
+        )
+    return _id_list(eos, "generation_config.eos_token_id")
 
 
 class GrammarLogitsProcessor(_LogitsProcessorBase):
     """Constrain ``model.generate`` to a GBNF grammar.
 
-    One instance serves a whole ``generate`` call in any mode — batches of different
-    prompts, ``num_return_sequences``, greedy, sampling and beam search — because each
-    row's grammar state is found from the tokens the row holds, not from its position.
-    Calling ``generate`` again with new prompts starts over.
+    Args:
+        grammar: GBNF text (llama.cpp's dialect), or a compiled :class:`tether.Grammar`
+            (then ``tokenizer`` may be left out; ``max_stacks`` is set on the Grammar).
+        tokenizer: a transformers fast tokenizer, or a :class:`tether.Vocabulary`.
+        root: the start rule (default ``"root"``).
+        triggers: a :class:`tether.Triggers` makes the grammar lazy: free text until a
+            trigger, then the grammar.
+        eos_token_id: the end-of-generation token id(s). Replaces the default set.
+        model: the model (or ``generation_config``: its GenerationConfig) that will
+            generate. End tokens become exactly ``generation_config.eos_token_id``, the ids
+            ``generate`` stops on, and the score width must be the model's vocabulary size.
+        inplace: write the mask into CPU scores instead of returning a new tensor.
+
+    **End tokens.** They are allowed exactly when the grammar can end; a finished row is
+    offered only end tokens. Which ids: ``eos_token_id`` if given; else the model's
+    ``generation_config.eos_token_id`` if ``model`` or ``generation_config`` is given;
+    else the tokenizer's EOS plus the end-of-turn tokens tether knows (``<|eot_id|>``,
+    ``<|end_of_text|>``, ``<|im_end|>``, ``<end_of_turn>``, ...). Give the model when
+    ``generate`` stops on fewer ids than that (Llama-3 stops on ``<|eot_id|>`` only):
+    otherwise a finished output may continue with end tokens generate does not know.
+
+    **Calls.** One instance serves any number of ``generate`` calls, one after another
+    or at once from several threads, in any mode — batches of different prompts,
+    ``num_return_sequences``, greedy, sampling, beam search — because each ``generate``
+    call gets its own grammar state and each row's state is found from the tokens it
+    holds, not from its position. A new ``generate`` call always starts over, even when
+    its prompt extends the last one. Calling the processor directly (outside
+    ``generate``) continues the thread's previous call when the input is exactly one
+    token longer and extends it, and starts over otherwise; :meth:`reset` forces a start.
+    A ``LogitsProcessorList`` that you call yourself counts as one generate call (a new
+    prompt in it starts over, but call :meth:`reset` before a prompt that extends the last).
+
+    **Errors.** Bad shapes, dtypes and widths raise ``ValueError``/``TypeError`` before
+    anything runs. A state that allows no token at all raises :class:`tether.GrammarError`
+    (never a row of all ``-inf``); a grammar too ambiguous to follow within its limits
+    raises :class:`tether.GrammarLimitError` (never an inexact mask).
+
+    Like transformers' own processors it returns a new tensor. ``inplace=True`` writes into
+    the given CPU scores instead, which saves a copy of the row per step; do not combine it
+    with ``output_logits=True``, whose raw logits would then show the mask.
 
     Example (runs with the test tokenizers of a checkout)::
 
         from transformers import AutoTokenizer, AutoModelForCausalLM
         tok = AutoTokenizer.from_pretrained(model_dir)
-        proc = tether.GrammarLogitsProcessor('root ::= "yes" | "no"', tok)
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        proc = tether.GrammarLogitsProcessor('root ::= "yes" | "no"', tok, model=model)
         out = model.generate(**tok("Answer:", return_tensors="pt"), logits_processor=[proc])
-
-    Disallowed tokens get ``-inf``. End-of-generation tokens are allowed exactly when the
-    grammar can end; a row that has ended or that holds a token the grammar rejects (for
-    instance because another processor overrode the mask) is only offered end tokens.
-
-    Like transformers' own processors it returns a new tensor. ``inplace=True`` writes into
-    the given CPU scores instead, which saves a copy of the row per step; do not combine it
-    with ``output_logits=True``, whose raw logits would then show the mask.
     """
 
     def __init__(
         self,
-        grammar: str,
-        tokenizer: Any,
+        grammar: str | Grammar,
+        tokenizer: Any = None,
         *,
         root: str = "root",
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        model: Any = None,
+        generation_config: Any = None,
         inplace: bool = False,
     ) -> None:
+        if not isinstance(inplace, bool):
+            raise TypeError(f"inplace must be a bool, not {type(inplace).__name__}")
+        if model is not None and generation_config is not None:
+            raise ValueError("give model= or generation_config=, not both")
         self.inplace = inplace
-        self.vocab = Vocabulary.from_hf(tokenizer, eos_token_id)
-        self.grammar = Grammar(self.vocab, grammar, root, triggers)
+        self._width: int | None = None  # the model's score width, when known
+        if model is not None:
+            generation_config = getattr(model, "generation_config", None)
+            if generation_config is None:
+                raise TypeError(f"model= takes a transformers model (with a generation_config), not {type(model).__name__}")
+            self._width = _model_width(model)
+        eos: list[int] | None = None
+        if eos_token_id is not None:
+            eos = _id_list(eos_token_id, "eos_token_id")
+        elif generation_config is not None:
+            eos = _generation_eos(generation_config)
+        if isinstance(grammar, Grammar):
+            if tokenizer is not None and _vocabulary(tokenizer, type(self).__name__) is not grammar.vocab:
+                raise ValueError("the tokenizer differs from the one the Grammar was compiled for")
+            if eos is not None and sorted(set(eos)) != grammar.vocab.eog_token_ids:
+                raise ValueError(
+                    "end tokens are part of a compiled Grammar's vocabulary: make it with "
+                    "tether.Vocabulary.from_hf(tokenizer, eos_token_id=...) instead of passing them here"
+                )
+            if root != "root" or triggers is not None:
+                raise ValueError("root= and triggers= belong to the Grammar when a Grammar is given")
+            self.grammar = grammar
+        else:
+            if not isinstance(grammar, str):
+                raise TypeError(f"grammar must be GBNF text (str) or a tether.Grammar, not {type(grammar).__name__}")
+            if tokenizer is None:
+                raise TypeError(f"{type(self).__name__} needs a tokenizer (or a tether.Vocabulary)")
+            vocab = _vocabulary(tokenizer, type(self).__name__)
+            if eos is not None:
+                if vocab is not tokenizer:
+                    vocab = Vocabulary.from_hf(tokenizer, eos)
+                elif sorted(set(eos)) != vocab.eog_token_ids:
+                    raise ValueError("a tether.Vocabulary has its end tokens: give the tokenizer instead to set them")
+            self.grammar = Grammar(grammar, vocab, root, triggers)
+        self.vocab: Vocabulary = self.grammar.vocab
+        if self._width is not None and self._width < self.vocab.size:
+            raise ValueError(
+                f"the model's vocabulary ({self._width} ids) is smaller than the tokenizer's "
+                f"({self.vocab.size}): the tokenizer does not belong to this model"
+            )
         self._handle = call(native.bindings_ProcessorNew, self.grammar._handle, error=GrammarError)
-        self._mask_buf: Any = None
-        self._shifts: dict[Any, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _calls (Go has its own locks)
+        self._calls: dict[int, tuple[weakref.ref[Any], _Stream]] = {}
+        self._local = threading.local()
 
     @property
     def rejected(self) -> int:
-        """How many tokens chosen by generate were not allowed by the grammar so far."""
+        """How many tokens chosen by generate were not allowed by the grammar (another
+        processor overrode the mask), over all calls since the processor was made or reset."""
         return call(native.bindings_ProcessorRejected, self._handle, error=TetherError)
 
     def reset(self) -> None:
-        """Forget all rows; the next call starts a new generation."""
+        """Forget all calls: the next direct call starts a new generation."""
+        with self._lock:
+            self._calls.clear()
+        self._local = threading.local()
         call(native.bindings_ProcessorReset, self._handle, error=TetherError)
 
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
+    def _stream(self) -> tuple[_Stream, int]:
+        """The stream this call belongs to and the step mode: the generate call found in
+        the caller's frames (its LogitsProcessorList), or this thread's direct calls."""
+        lst = None
+        if _LIST_CALL_CODE is not None:
+            try:
+                f: Any = sys._getframe(2)
+            except ValueError:  # called with no Python caller
+                f = None
+            for _ in range(3):
+                if f is None:
+                    break
+                if f.f_code is _LIST_CALL_CODE:
+                    lst = f.f_locals.get("self")
+                    break
+                f = f.f_back
+        if lst is not None:
+            with self._lock:
+                entry = self._calls.get(id(lst))
+                if entry is not None and entry[0]() is lst:
+                    return entry[1], _MODE_STEP
+                s = _Stream()
+                handle, calls, lid = self._handle, self._calls, id(lst)
+
+                def ended(ref: Any, s: _Stream = s) -> None:
+                    e = calls.get(lid)
+                    if e is not None and e[0] is ref:
+                        del calls[lid]
+                    _end_session(handle, s.key)
+
+                self._calls[id(lst)] = (weakref.ref(lst, ended), s)
+                return s, _MODE_BEGIN
+        s = getattr(self._local, "stream", None)
+        if s is None:
+            s = _Stream()
+            self._local.stream = s
+            weakref.finalize(s, _end_session, self._handle, s.key)
+        return s, _MODE_FREE
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        r"""Mask the scores of one generation step.
+
+        Args:
+            input_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`):
+                The prompt and the tokens generated so far, one row per sequence.
+            scores (`torch.FloatTensor` of shape `(batch_size, vocab_size)`):
+                The model's next-token scores (logits, or log-probabilities in beam search),
+                on any device, in float32/bfloat16/float16 (read and written in place by Go
+                on the CPU) or another floating dtype (masked with a bitmask by torch).
+                ``vocab_size`` is at least the tokenizer's size, and exactly the model's
+                when the processor was given the model.
+
+        Return:
+            `torch.FloatTensor` of shape `(batch_size, vocab_size)`: the scores with
+            ``-inf`` for every token the grammar does not allow next (the given tensor when
+            ``inplace=True`` and it is a contiguous CPU tensor).
+
+        Raises:
+            TypeError: input_ids or scores is not a tensor of a supported dtype.
+            ValueError: the shapes do not agree, or the width does not fit the tokenizer.
+            tether.GrammarError: a row's state allows no token at all.
+            tether.GrammarLimitError: the grammar is too ambiguous to follow exactly.
+        """
         import torch
 
-        with self._lock:
-            batch, seq_len = input_ids.shape
-            ids = input_ids
-            if ids.device.type != "cpu" or ids.dtype != torch.int64 or not ids.is_contiguous():
-                ids = ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
-            vocab_size = scores.shape[-1]
-            dtype = _GO_DTYPES.get(scores.dtype)
-            if scores.device.type == "cpu" and dtype is not None:
-                # CPU: one Go call finds each row's state and copies the row with -inf
-                # where masked, in one pass.
-                src = scores.contiguous()
-                out = src if self.inplace and src is scores else torch.empty_like(src)
-                call(
-                    native.bindings_ProcessorStepApply, self._handle, ids.data_ptr(), batch, seq_len,
-                    src.data_ptr(), out.data_ptr(), vocab_size, dtype, error=TetherError,
-                )
-                return out
-            call(native.bindings_ProcessorStep, self._handle, ids.data_ptr(), batch, seq_len, error=TetherError)
-            # GPU (or another dtype): Go fills a CPU bitmask (pinned for CUDA); torch copies
-            # it over and applies it, so the scores never leave the device.
-            words = (vocab_size + 31) // 32
-            buf = self._mask_buffer(batch, words, scores.device)
-            call(native.bindings_ProcessorFillMasks, self._handle, buf.data_ptr(), batch, words, error=TetherError)
-            allowed = self._unpack(buf.to(scores.device, non_blocking=True), vocab_size)
-            return scores.masked_fill(~allowed, float("-inf"))
+        if not isinstance(input_ids, torch.Tensor) or not isinstance(scores, torch.Tensor):
+            raise TypeError(
+                f"expected torch tensors (input_ids, scores), got {type(input_ids).__name__} and {type(scores).__name__}"
+            )
+        if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or input_ids.dtype == torch.bool:
+            raise TypeError(f"input_ids must hold integer token ids, not {input_ids.dtype}")
+        if not scores.dtype.is_floating_point:
+            raise TypeError(f"scores must be a floating-point tensor, not {scores.dtype}")
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be 2-D (batch, sequence), got shape {tuple(input_ids.shape)}")
+        if scores.dim() != 2:
+            raise ValueError(f"scores must be 2-D (batch, vocabulary), got shape {tuple(scores.shape)}")
+        batch, seq_len = input_ids.shape
+        if scores.shape[0] != batch:
+            raise ValueError(
+                f"scores has {scores.shape[0]} rows but input_ids has {batch}: one row of scores per sequence"
+            )
+        width = scores.shape[1]
+        if self._width is not None and width != self._width:
+            raise ValueError(
+                f"scores has {width} columns but the model's vocabulary has {self._width} ids"
+            )
+        if width < self.vocab.size:
+            raise ValueError(
+                f"scores has {width} columns, fewer than the tokenizer's {self.vocab.size} ids: "
+                "the tokenizer does not belong to this model"
+            )
+        if batch == 0:
+            return scores
+        ids = input_ids
+        if ids.device.type != "cpu" or ids.dtype != torch.int64 or not ids.is_contiguous():
+            ids = ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
+        stream, mode = self._stream()
+        dtype = _go_dtype(scores.dtype)
+        if scores.device.type == "cpu" and dtype is not None:
+            # CPU: one Go call finds each row's state and copies the row with -inf where
+            # masked, in one pass.
+            src = scores.contiguous()
+            out = src if self.inplace and src is scores else torch.empty_like(src)
+            call(
+                native.bindings_ProcessorStepApply, self._handle, stream.key, mode,
+                ids.data_ptr(), ids.numel(), batch, seq_len,
+                src.data_ptr(), out.data_ptr(), src.numel(), width, dtype,
+                error=TetherError,
+            )
+            return out
+        # GPU (or another dtype): Go fills a CPU bitmask (pinned for CUDA); torch copies
+        # it over and applies it, so the scores never leave the device.
+        words = (width + 31) // 32
+        buf = self._mask_buffer(stream, batch, words, scores.device)
+        call(
+            native.bindings_ProcessorFillMasks, self._handle, stream.key, mode,
+            ids.data_ptr(), ids.numel(), batch, seq_len, buf.data_ptr(), buf.numel(), width,
+            error=TetherError,
+        )
+        allowed = _unpack(buf.to(scores.device, non_blocking=True), width)
+        return scores.masked_fill(~allowed, float("-inf"))
 
-    def _mask_buffer(self, batch: int, words: int, device: Any) -> Any:
+    @staticmethod
+    def _mask_buffer(stream: _Stream, batch: int, words: int, device: Any) -> Any:
         import torch
 
-        buf = self._mask_buf
+        buf = stream.mask_buf
         if buf is None or buf.shape[0] < batch or buf.shape[1] != words:
             pin = device.type == "cuda" and torch.cuda.is_available()
             buf = torch.zeros((batch, words), dtype=torch.int32, pin_memory=pin)
-            self._mask_buf = buf
+            stream.mask_buf = buf
         return buf[:batch]
-
-    def _unpack(self, words: Any, vocab_size: int) -> Any:
-        import torch
-
-        shifts = self._shifts.get(words.device)
-        if shifts is None:
-            shifts = torch.arange(32, dtype=torch.int32, device=words.device)
-            self._shifts[words.device] = shifts
-        bits = (words.unsqueeze(-1) >> shifts) & 1
-        return bits.reshape(words.shape[0], -1)[:, :vocab_size].bool()
 
     def __del__(self) -> None:
         _release(self, native.bindings_ProcessorClose)
 
 
+def _unpack(words: Any, width: int) -> Any:
+    import torch
+
+    shifts = torch.arange(32, dtype=torch.int32, device=words.device)
+    bits = (words.unsqueeze(-1) >> shifts) & 1
+    return bits.reshape(words.shape[0], -1)[:, :width].bool()
+
+
+def _model_width(model: Any) -> int | None:
+    """The number of scores per row the model produces (its output embedding size)."""
+    get = getattr(model, "get_output_embeddings", None)
+    emb = get() if callable(get) else None
+    w = getattr(emb, "out_features", None) or getattr(getattr(emb, "weight", None), "shape", [None])[0]
+    if w is None:
+        cfg = getattr(model, "config", None)
+        w = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None)
+    return int(w) if w else None
+
+
 class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
     """Constrain ``model.generate`` to JSON that validates against a JSON Schema.
 
-    ``schema`` is a dict, JSON text, or a pydantic model class. ``whitespace`` is
-    ``"flexible"`` (JSON's own rule), ``"compact"`` (none) or ``"bounded"`` (a space or a
-    newline with limited indentation, so a model cannot loop on whitespace). A keyword
-    tether cannot enforce raises :class:`tether.SchemaError`, unless ``lenient=True``,
-    which ignores it and lists it in ``self.ignored``.
+    ``schema`` is a dict, JSON text, or a pydantic model class. Options (the same, with the
+    same defaults, as :func:`tether.json_schema_to_gbnf` and ``tether gbnf``):
+
+    - ``whitespace``: ``"bounded"`` (default: a space or a newline with limited
+      indentation, so a model cannot loop on whitespace), ``"compact"`` (none) or
+      ``"flexible"`` (JSON's own unbounded rule).
+    - ``strict_objects``: objects allow only the properties they list unless
+      ``additionalProperties`` says otherwise (default ``False``: JSON Schema's rule, under
+      which unlisted keys are allowed). A pydantic model allows extra keys unless its
+      ``model_config`` has ``extra="forbid"``.
+    - ``lenient``: ignore keywords tether cannot enforce and list them in ``self.ignored``
+      (default ``False``: such a keyword raises :class:`tether.SchemaError`).
+
+    The other arguments are :class:`GrammarLogitsProcessor`'s.
     """
 
     def __init__(
@@ -391,22 +388,28 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
         schema: Mapping[str, Any] | str | type,
         tokenizer: Any,
         *,
-        whitespace: str = "bounded",
+        whitespace: str = DEFAULT_WHITESPACE,
         lenient: bool = False,
         strict_objects: bool = False,
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        model: Any = None,
+        generation_config: Any = None,
         inplace: bool = False,
     ) -> None:
         gbnf, self.ignored = json_schema_to_gbnf(
             schema, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects
         )
-        super().__init__(gbnf, tokenizer, triggers=triggers, eos_token_id=eos_token_id, inplace=inplace)
+        super().__init__(
+            gbnf, tokenizer, triggers=triggers, eos_token_id=eos_token_id, model=model,
+            generation_config=generation_config, inplace=inplace,
+        )
 
 
 class RegexLogitsProcessor(GrammarLogitsProcessor):
     r"""Constrain ``model.generate`` to text that fully matches a regular expression
-    (Go RE2 syntax), e.g. ``RegexLogitsProcessor(r"\d{3}-\d{4}", tok)``."""
+    (Go RE2 syntax), e.g. ``RegexLogitsProcessor(r"\d{3}-\d{4}", tok)``. The other
+    arguments are :class:`GrammarLogitsProcessor`'s."""
 
     def __init__(
         self,
@@ -415,14 +418,19 @@ class RegexLogitsProcessor(GrammarLogitsProcessor):
         *,
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
+        model: Any = None,
+        generation_config: Any = None,
         inplace: bool = False,
     ) -> None:
         super().__init__(
-            regex_to_gbnf(pattern), tokenizer, triggers=triggers, eos_token_id=eos_token_id, inplace=inplace
+            regex_to_gbnf(pattern), tokenizer, triggers=triggers, eos_token_id=eos_token_id,
+            model=model, generation_config=generation_config, inplace=inplace,
         )
 
 
-def allowed_token_ids(mask_words: np.ndarray, vocab_size: int) -> np.ndarray:
-    """The ids set in a bitmask of uint32 words (bit i of word i/32 is token i)."""
-    bits = np.unpackbits(mask_words.astype("<u4").view(np.uint8), bitorder="little")
-    return np.flatnonzero(bits[:vocab_size])
+__all__ = [
+    "DEFAULT_WHITESPACE",
+    "GrammarLogitsProcessor",
+    "JSONSchemaLogitsProcessor",
+    "RegexLogitsProcessor",
+]

@@ -32,13 +32,16 @@ import json
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ._errors import GrammarError, TetherError
 from ._native_call import call, native
-from .processors import Grammar, GrammarLogitsProcessor, Vocabulary, _release
+from .grammar import Grammar, Vocabulary, _release
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .processors import GrammarLogitsProcessor
 
 try:  # transformers is optional: without it the processor still works as a callable
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -111,12 +114,16 @@ def _params_json(samplers: str | Sequence[str] | None, seed: int | None, params:
 
 def _handles(grammar: Any, tokenizer: Any, eos_token_id: Any) -> tuple[int, int, Any]:
     """The native handles of the grammar and vocabulary, and the objects to keep alive."""
-    if isinstance(grammar, GrammarLogitsProcessor):
-        grammar = grammar.grammar
     if grammar is not None and not isinstance(grammar, Grammar):
-        raise TypeError(
-            f"grammar must be a tether GrammarLogitsProcessor (or Grammar), not {type(grammar).__name__}"
-        )
+        # Imported here: the processors bring torch and transformers, which `import
+        # tether` does not need.
+        from .processors import GrammarLogitsProcessor
+
+        if not isinstance(grammar, GrammarLogitsProcessor):
+            raise TypeError(
+                f"grammar must be a tether GrammarLogitsProcessor (or Grammar), not {type(grammar).__name__}"
+            )
+        grammar = grammar.grammar
     vocab = Vocabulary.from_hf(tokenizer, eos_token_id) if tokenizer is not None else None
     if vocab is None and grammar is not None:
         vocab = grammar.vocab

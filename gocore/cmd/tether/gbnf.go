@@ -23,7 +23,7 @@ func runGBNF(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gbnf", stderr)
 	schemaFile := fs.String("json-schema", "", "JSON Schema file to convert ('-' for stdin)")
 	pattern := fs.String("regex", "", "regular expression (Go syntax) to convert; the text must match it in full")
-	wsMode := fs.String("whitespace", "flexible", "whitespace between JSON tokens: flexible, compact or bounded")
+	wsMode := fs.String("whitespace", "bounded", "whitespace between JSON tokens: bounded (default, as in Python: a space or newline with limited indentation), compact or flexible (unbounded)")
 	lenient := fs.Bool("lenient", false, "ignore keywords that cannot be enforced (listed on stderr) instead of failing")
 	strict := fs.Bool("strict-objects", false, "objects allow only the properties they list unless additionalProperties says otherwise")
 	llama := fs.Bool("llamacpp", false, "read schemas as llama.cpp does (strict objects, {} is any object, 16-digit integers)")

@@ -1,0 +1,436 @@
+"""Grammars, vocabularies and matchers: tether's core without torch or transformers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
+from ._native_call import call, native
+
+#: The default of ``whitespace`` in every entry point (processors,
+#: :func:`json_schema_to_gbnf`, ``tether gbnf``): JSON's own whitespace rule is
+#: unbounded, and a model that starts emitting spaces or newlines can go on until
+#: ``max_new_tokens``; "bounded" allows one space or one newline with limited indentation,
+#: which keeps every layout a model normally writes.
+DEFAULT_WHITESPACE = "bounded"
+
+
+def _release(obj: Any, close: Any) -> None:
+    """Close obj's native handle once; safe in __del__ (never raises)."""
+    h, obj._handle = getattr(obj, "_handle", 0), 0
+    if h:
+        try:
+            close(h)
+        except Exception:
+            pass
+
+
+def _str_list(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"Triggers({name}=...) takes a list of strings, not a single {type(value).__name__} "
+            f"(a string would be split into one-character triggers): write {name}=[{value!r}]"
+        )
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"Triggers({name}=...) takes a list of strings, not {type(value).__name__}") from None
+    for i, s in enumerate(items):
+        if not isinstance(s, str):
+            raise TypeError(f"Triggers({name}=...)[{i}] is {type(s).__name__}, not str")
+        if not s:
+            raise ValueError(f"Triggers({name}=...)[{i}] is empty")
+    return items
+
+
+def _token_id(value: Any, what: str) -> int:
+    """value as a token id: an int (numpy and torch integers included), not a bool or
+    a float, not negative."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an int token id, not bool")
+    try:
+        i = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int token id, not {type(value).__name__} ({value!r})") from None
+    if i < 0:
+        raise ValueError(f"{what} must be a token id >= 0, not {i}")
+    return i
+
+
+def _id_list(value: Any, what: str) -> list[int]:
+    """An int or an iterable of ints, as a list of token ids."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{what} takes token ids (an int or a list of ints), not {type(value).__name__}")
+    try:
+        items = list(value)
+    except TypeError:
+        return [_token_id(value, what)]
+    return [_token_id(v, f"{what}[{i}]") for i, v in enumerate(items)]
+
+
+@dataclass(frozen=True)
+class Triggers:
+    r"""When a lazy grammar wakes up. Until then the processor masks nothing.
+
+    Words, tokens and patterns match the **generated** text only, as in llama.cpp: a
+    trigger that is already in the prompt does not fire. ``after`` also looks at the end
+    of the prompt (see below).
+
+    - ``words``: substrings of the generated text; the grammar then describes the output
+      from the start of the word on (the word is part of the constrained text).
+    - ``tokens``: token ids, with the same meaning.
+    - ``patterns``: regular expressions (Go RE2 syntax) searched in the generated text;
+      the first capture group, if any, marks where constrained text begins.
+    - ``patterns_at_start``: the older name of ``patterns_full`` (below).
+    - ``patterns_full``: llama.cpp's PATTERN_FULL: each must match the *whole* output so
+      far; the constrained text starts at its first capture group that matched a
+      non-empty string (e.g. ``r"[\s\S]*?(<tool_call>)[\s\S]*"``).
+    - ``preserved_tokens``: special tokens (as written in the tokenizer, e.g.
+      ``"<|python_tag|>"``) that count as their text for the grammar, like llama.cpp's
+      ``preserved_tokens``; other special tokens match only where the grammar names them
+      (``<|name|>``).
+    - ``after``: a marker such as ``"</think>"``; the grammar applies to the text after it.
+      When the prompt already contains the marker and its last occurrence is not followed
+      by a new opening (``"<think>"`` for ``"</think>"``), the grammar applies from the
+      first generated token: Qwen3's chat template with ``enable_thinking=False`` ends
+      the prompt with ``<think>\n\n</think>\n\n``.
+
+    Words, patterns and patterns_full see special tokens' text, and when one fires the
+    buffered tokens are replayed into the grammar, as in llama.cpp: words and
+    ``patterns`` are searched anywhere and the constrained text starts where the match
+    starts.
+
+    To constrain from the first generated token whatever the prompt says, use a grammar
+    without triggers; to keep a trigger word in the output, write it in the grammar and
+    end the prompt just before it.
+
+    >>> Triggers(words=["<tool_call>"]).words
+    ('<tool_call>',)
+    >>> Triggers(words=["<tool_call>"], patterns_full=[r"[\s\S]*?(\[TOOL_CALLS\])[\s\S]*"]).to_json()[:24]
+    '{"words": ["<tool_call>"'
+    >>> Triggers(words="<tool_call>")
+    Traceback (most recent call last):
+    ...
+    TypeError: Triggers(words=...) takes a list of strings, not a single str (a string would be split into one-character triggers): write words=['<tool_call>']
+    """
+
+    words: Sequence[str] = field(default_factory=tuple)
+    tokens: Sequence[int] = field(default_factory=tuple)
+    patterns: Sequence[str] = field(default_factory=tuple)
+    patterns_at_start: Sequence[str] = field(default_factory=tuple)
+    after: str | None = None
+    patterns_full: Sequence[str] = field(default_factory=tuple)
+    preserved_tokens: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name in ("words", "patterns", "patterns_at_start", "patterns_full", "preserved_tokens"):
+            object.__setattr__(self, name, _str_list(name, getattr(self, name)))
+        if isinstance(self.tokens, (str, bytes)):
+            raise TypeError("Triggers(tokens=...) takes a list of token ids, not a string")
+        object.__setattr__(self, "tokens", tuple(_id_list(self.tokens, "Triggers(tokens=...)")))
+        if self.after is not None and not isinstance(self.after, str):
+            raise TypeError(f"Triggers(after=...) takes a str, not {type(self.after).__name__}")
+        if self.after == "":
+            raise ValueError("Triggers(after=...) is empty: give a marker such as '</think>', or None")
+        if not (self.words or self.tokens or self.patterns or self.patterns_at_start or self.patterns_full or self.after):
+            raise ValueError("Triggers() with nothing to wait for: give words, tokens, patterns, patterns_full or after")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "words": list(self.words),
+                "tokens": list(self.tokens),
+                "patterns": list(self.patterns),
+                "patterns_at_start": list(self.patterns_at_start),
+                "after": self.after or "",
+                "patterns_full": list(self.patterns_full),
+                "preserved_tokens": list(self.preserved_tokens),
+            }
+        )
+
+
+class Vocabulary:
+    """A tokenizer's vocabulary as the Go core sees it: exact bytes per token, special
+    tokens, end-of-generation tokens. Built once per tokenizer and end-token set, and shared.
+
+    ``eog_token_ids`` are the tokens that end generation: they are allowed exactly when
+    the grammar can end, and a row that takes one is finished.
+    """
+
+    _cache: dict[str, Vocabulary] = {}
+    # Per tokenizer object, so a processor made per request does not serialize and hash
+    # the tokenizer.json again; keyed by length too, as add_tokens changes a tokenizer.
+    _by_object: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], Vocabulary]] = weakref.WeakKeyDictionary()
+    _lock = threading.Lock()
+
+    def __init__(self, handle: int, eog: list[int], size: int) -> None:
+        self._handle = handle
+        self.eog_token_ids: list[int] = eog
+        self.size: int = size  # token ids the tokenizer defines
+
+    def __len__(self) -> int:
+        return self.size
+
+    @classmethod
+    def from_hf(cls, tokenizer: Any, eos_token_id: int | Iterable[int] | None = None) -> Vocabulary:
+        """The vocabulary of a transformers fast tokenizer (its tokenizer.json goes to Go).
+
+        End-of-generation tokens: exactly ``eos_token_id`` (an id or a list of ids, e.g.
+        ``model.generation_config.eos_token_id``) when given; otherwise the tokenizer's EOS
+        and the end-of-turn tokens tether knows (``<|eot_id|>``, ``<|im_end|>``,
+        ``<end_of_turn>``, ...)."""
+        if isinstance(tokenizer, Vocabulary):
+            raise TypeError("Vocabulary.from_hf takes a transformers tokenizer, and got a Vocabulary already")
+        exact: list[int] | None = None
+        if eos_token_id is not None:
+            exact = sorted(set(_id_list(eos_token_id, "eos_token_id")))
+            if not exact:
+                raise ValueError("eos_token_id is an empty list: generation could never end")
+        obj_key = (len(tokenizer) if hasattr(tokenizer, "__len__") else -1, json.dumps(exact))
+        try:
+            hit = cls._by_object.get(tokenizer, {}).get(obj_key)
+        except TypeError:  # not weak-referenceable
+            hit = None
+        if hit is not None:
+            return hit
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None or not hasattr(backend, "to_str"):
+            raise TokenizerError(
+                f"{type(tokenizer).__name__} is not a fast tokenizer: tether needs the "
+                "tokenizer.json behind a transformers *TokenizerFast (use_fast=True)"
+            )
+        tok_json = backend.to_str()
+        config: dict[str, Any] = {}
+        eos = getattr(tokenizer, "eos_token", None)
+        if isinstance(eos, str):
+            config["eos_token"] = eos
+        key = hashlib.sha256(
+            tok_json.encode("utf-8", "surrogatepass") + json.dumps([config, exact]).encode()
+        ).hexdigest()
+        with cls._lock:
+            v = cls._cache.get(key)
+            if v is None:
+                h = call(
+                    native.bindings_VocabFromJSON, tok_json, json.dumps(config),
+                    "" if exact is None else json.dumps(exact),
+                    error=TokenizerError,
+                )
+                eog = json.loads(call(native.bindings_VocabEOG, h, error=TokenizerError))
+                size = call(native.bindings_VocabSize, h, error=TokenizerError)
+                v = cls(h, eog, size)
+                cls._cache[key] = v
+            try:
+                cls._by_object.setdefault(tokenizer, {})[obj_key] = v
+            except TypeError:
+                pass
+            return v
+
+
+def _vocabulary(tokenizer: Any, what: str) -> Vocabulary:
+    """A Vocabulary from a Vocabulary or a transformers fast tokenizer."""
+    if isinstance(tokenizer, Vocabulary):
+        return tokenizer
+    if isinstance(tokenizer, (str, bytes)) or not hasattr(tokenizer, "backend_tokenizer"):
+        raise TypeError(
+            f"{what} takes a transformers fast tokenizer (e.g. AutoTokenizer.from_pretrained(...)) "
+            f"or a tether.Vocabulary, not {type(tokenizer).__name__}"
+        )
+    return Vocabulary.from_hf(tokenizer)
+
+
+class Grammar:
+    """A compiled GBNF grammar over a vocabulary; immutable and shared by matchers.
+
+    ``tokenizer`` is a transformers fast tokenizer or a :class:`Vocabulary`. ``root``
+    names the start rule, ``triggers`` makes the grammar lazy, ``max_stacks`` caps the
+    parse stacks one state may hold (default 8192; a state that needs more raises
+    :class:`tether.GrammarLimitError` instead of giving an inexact mask).
+
+    >>> import os, pathlib
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+    >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+    >>> g = Grammar('root ::= "yes" | "no"', tok)
+    >>> g.matcher().accepts("yes"), g.matcher().accepts("maybe")
+    (True, False)
+    """
+
+    def __init__(
+        self,
+        grammar: str,
+        tokenizer: Any,
+        root: str = "root",
+        triggers: Triggers | None = None,
+        *,
+        max_stacks: int | None = None,
+    ) -> None:
+        if not isinstance(grammar, str) and isinstance(tokenizer, str):
+            grammar, tokenizer = tokenizer, grammar  # the old order: Grammar(vocab, gbnf)
+        if not isinstance(grammar, str):
+            raise TypeError(f"Grammar takes GBNF text (str) first, not {type(grammar).__name__}")
+        if not isinstance(root, str) or not root:
+            raise TypeError(f"root must be a rule name (non-empty str), not {root!r}")
+        if triggers is not None and not isinstance(triggers, Triggers):
+            raise TypeError(f"triggers must be a tether.Triggers, not {type(triggers).__name__}")
+        stacks = 0
+        if max_stacks is not None:
+            stacks = _token_id(max_stacks, "max_stacks")
+            if stacks == 0:
+                raise ValueError("max_stacks must be at least 1")
+        self.vocab = _vocabulary(tokenizer, "Grammar")
+        self.gbnf = grammar
+        self.triggers = triggers
+        self._handle = call(
+            native.bindings_GrammarCompile, self.vocab._handle, grammar, root,
+            triggers.to_json() if triggers else "", stacks,
+            error=GrammarError,
+        )
+
+    def matcher(self) -> Matcher:
+        """A new matcher at the start of this grammar."""
+        return Matcher(self)
+
+    def __del__(self) -> None:
+        _release(self, native.bindings_GrammarClose)
+
+
+class Matcher:
+    """One sequence's position in a grammar: feed it tokens or text, ask what may follow.
+
+    >>> import os, pathlib
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+    >>> m = Grammar('root ::= "{" [a-z]+ "}"', PreTrainedTokenizerFast(tokenizer_file=str(path))).matcher()
+    >>> m.accept_text("{ab"); m.can_end
+    False
+    >>> m.accept_text("}"); m.can_end
+    True
+    """
+
+    def __init__(self, grammar: Grammar, _handle: int = 0) -> None:
+        if not isinstance(grammar, Grammar):
+            raise TypeError(f"Matcher takes a tether.Grammar, not {type(grammar).__name__}")
+        self.grammar = grammar
+        self._handle = _handle or call(native.bindings_MatcherNew, grammar._handle, error=GrammarError)
+
+    def accept_token(self, token_id: int) -> None:
+        """Advance by one token; GrammarError says why it is not allowed (state unchanged).
+        A token id must be an int (TypeError otherwise)."""
+        call(native.bindings_MatcherAcceptToken, self._handle, _token_id(token_id, "token_id"), error=GrammarError)
+
+    def accept_text(self, text: str) -> None:
+        """Advance by the UTF-8 bytes of text; GrammarError says where it was rejected."""
+        if not isinstance(text, str):
+            raise TypeError(f"accept_text takes a str, not {type(text).__name__}")
+        call(native.bindings_MatcherAcceptText, self._handle, text, error=GrammarError)
+
+    def accepts(self, text: str) -> bool:
+        """Whether text (from the current state) is accepted, leaving this matcher unchanged."""
+        m = self.clone()
+        try:
+            m.accept_text(text)
+        except GrammarError:
+            return False
+        return True
+
+    def allowed_token_ids(self, vocab_size: int | None = None) -> np.ndarray:
+        """The token ids allowed next (vocab_size defaults to the tokenizer's).
+        :class:`tether.GrammarLimitError` when a limit prevents an exact answer."""
+        n = self.grammar.vocab.size if vocab_size is None else _token_id(vocab_size, "vocab_size")
+        if n == 0:
+            raise ValueError("vocab_size must be at least 1")
+        words = np.zeros((n + 31) // 32, dtype=np.uint32)
+        call(native.bindings_MatcherFillMask, self._handle, words.ctypes.data, words.size, error=TetherError)
+        return allowed_token_ids(words, n)
+
+    def _state(self) -> dict[str, bool]:
+        return json.loads(call(native.bindings_MatcherState, self._handle, error=TetherError))
+
+    @property
+    def can_end(self) -> bool:
+        """Whether the text so far is a complete sentence of the grammar."""
+        return self._state()["can_end"]
+
+    @property
+    def is_dead(self) -> bool:
+        """Whether nothing can follow (the grammar has ended, or input was rejected)."""
+        return self._state()["dead"]
+
+    def clone(self) -> Matcher:
+        """An independent copy."""
+        return Matcher(self.grammar, call(native.bindings_MatcherClone, self._handle, error=TetherError))
+
+    def reset(self) -> None:
+        """Back to the start of the grammar."""
+        call(native.bindings_MatcherReset, self._handle, error=TetherError)
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last n accepted tokens."""
+        call(native.bindings_MatcherRollback, self._handle, _token_id(n, "n"), error=GrammarError)
+
+    def __del__(self) -> None:
+        _release(self, native.bindings_MatcherClose)
+
+
+def json_schema_to_gbnf(
+    schema: Mapping[str, Any] | str | type,
+    *,
+    whitespace: str = DEFAULT_WHITESPACE,
+    lenient: bool = False,
+    strict_objects: bool = False,
+) -> tuple[str, list[str]]:
+    """Translate a JSON Schema (a dict, JSON text, or a pydantic model class) to GBNF.
+
+    Returns the grammar and the list of keywords ignored (only with ``lenient=True``;
+    otherwise a keyword tether cannot enforce raises :class:`tether.SchemaError`).
+    The options and their defaults are the processors' (and ``tether gbnf``'s), so this
+    prints the grammar a :class:`JSONSchemaLogitsProcessor` uses.
+
+    >>> gbnf, ignored = json_schema_to_gbnf({"type": "integer", "minimum": 0, "maximum": 99})
+    >>> "root" in gbnf, ignored
+    (True, [])
+    """
+    if whitespace not in ("bounded", "compact", "flexible"):
+        raise ValueError(f"whitespace must be 'bounded', 'compact' or 'flexible', not {whitespace!r}")
+    for name, flag in (("lenient", lenient), ("strict_objects", strict_objects)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()  # pydantic v2 model class
+    if isinstance(schema, str):
+        text = schema
+    elif isinstance(schema, (Mapping, bool)):
+        text = json.dumps(schema)
+    else:
+        raise TypeError(
+            f"schema must be a dict, JSON text or a pydantic model class, not {type(schema).__name__}"
+        )
+    opts = json.dumps({"whitespace": whitespace, "lenient": lenient, "strict_objects": strict_objects})
+    out = json.loads(call(native.bindings_SchemaToGBNF, text, opts, error=SchemaError))
+    return out["grammar"], [f"{i['keyword']} at {i['pointer'] or '/'}" for i in out.get("ignored") or []]
+
+
+def regex_to_gbnf(pattern: str) -> str:
+    r"""Translate a regular expression (Go RE2 syntax, matched in full) to GBNF.
+
+    >>> "root" in regex_to_gbnf(r"\d{3}-\d{4}")
+    True
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    return call(native.bindings_RegexToGBNF, pattern, error=GrammarError)
+
+
+def allowed_token_ids(mask_words: np.ndarray, vocab_size: int) -> np.ndarray:
+    """The ids set in a bitmask of uint32 words (bit i of word i/32 is token i)."""
+    bits = np.unpackbits(mask_words.astype("<u4").view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits[:vocab_size])
