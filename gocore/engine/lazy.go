@@ -311,8 +311,8 @@ func (m *Matcher) watch(text []byte, id int) error {
 }
 
 // find returns where the constrained text starts in buf if a trigger fires, else -1.
-// old is the buffer's length before the last token; full is each PATTERN_FULL's state
-// after buf.
+// old is the buffer's length before the last token; vm is each pattern's state after
+// buf (see advance).
 func (lz *compiledTriggers) find(buf []byte, old int, vm []vmState) int {
 	// The incremental checks cost the new bytes only. They never miss a match
 	// (tests_go/engine checks them against regexp); the regexp confirms a match and
