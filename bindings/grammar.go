@@ -78,7 +78,9 @@ type triggerSpec struct {
 	Tokens          []int    `json:"tokens"`
 	Patterns        []string `json:"patterns"`
 	PatternsAtStart []string `json:"patterns_at_start"`
+	PatternsFull    []string `json:"patterns_full"`
 	After           string   `json:"after"`
+	PreservedTokens []string `json:"preserved_tokens"`
 }
 
 // GrammarCompile parses GBNF text and compiles it for a vocabulary. root names the
@@ -102,7 +104,8 @@ func GrammarCompile(vocabHandle int64, src, root, triggersJSON string, maxStacks
 			}
 			spec.Triggers = &engine.Triggers{
 				Tokens: t.Tokens, Words: t.Words, Patterns: t.Patterns,
-				PatternsAtStart: t.PatternsAtStart, After: t.After,
+				PatternsAtStart: t.PatternsAtStart, PatternsFull: t.PatternsFull, After: t.After,
+				PreservedTokens: t.PreservedTokens,
 			}
 		}
 		g, err := session.Compile(v, spec)

@@ -119,6 +119,7 @@ func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
 		key.triggers = strings.Join([]string{
 			strings.Join(t.Words, "\x00"), strings.Join(t.Patterns, "\x00"),
 			strings.Join(t.PatternsAtStart, "\x00"), t.After, intsKey(t.Tokens),
+			strings.Join(t.PatternsFull, "\x00"), strings.Join(t.PreservedTokens, "\x00"),
 		}, "\x01")
 	}
 	if g := compiled.get(key); g != nil {
