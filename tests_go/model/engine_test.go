@@ -186,8 +186,15 @@ func TestCPURoPEMatchesRotate(t *testing.T) {
 }
 
 func TestCPUAttentionMatchesNaive(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 1))
-	const heads, kvHeads, hd, total = 4, 2, 8, 9
+	// head dimensions: below the kernels' 16, a multiple of 8 only, and 64 and 80
+	for _, hd := range []int{8, 24, 64, 80} {
+		testAttention(t, hd)
+	}
+}
+
+func testAttention(t *testing.T, hd int) {
+	r := rand.New(rand.NewPCG(8, uint64(hd)))
+	const heads, kvHeads, total = 4, 2, 11
 	qDim, kvDim := heads*hd, kvHeads*hd
 	q, k, v := randSlice(r, total*qDim), randSlice(r, total*kvDim), randSlice(r, total*kvDim)
 	want := make([]float64, total*qDim)
@@ -201,7 +208,7 @@ func TestCPUAttentionMatchesNaive(t *testing.T) {
 				for i := 0; i < hd; i++ {
 					s += float64(q[t0*qDim+h*hd+i]) * float64(k[p*kvDim+kh*hd+i])
 				}
-				sc[p] = s / math.Sqrt(hd)
+				sc[p] = s / math.Sqrt(float64(hd))
 				mx = max(mx, sc[p])
 			}
 			var sum float64
@@ -234,7 +241,7 @@ func TestCPUAttentionMatchesNaive(t *testing.T) {
 			pos += n
 		}
 		assert.GreaterOrEqual(t, kv.Cap(), total)
-		assert.InDeltaSlice(t, want, got, 1e-5, name)
+		assert.InDeltaSlice(t, want, got, 1e-5, "%s, head dim %d", name, hd)
 		err = e.Attention(dense(1, qDim, make([]float32, qDim)), dense(1, qDim, q[:qDim]),
 			dense(1, kvDim, k[:kvDim]), dense(1, kvDim, v[:kvDim]), kv, 2, 0)
 		require.ErrorContains(t, err, "layer 2 of 2")
