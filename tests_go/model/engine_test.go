@@ -3,7 +3,9 @@ package model_test
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -329,4 +331,26 @@ func BenchmarkPrefillGEMM(b *testing.B) {
 			b.ReportMetric(float64(2*n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// The CPU engine's workers are started once, not per product, and stop at Close.
+func TestCPUWorkerPoolIsPersistent(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := model.NewCPU(3)
+	require.Equal(t, before+2, runtime.NumGoroutine(), "two workers beside the caller")
+	r := rand.New(rand.NewPCG(2, 2))
+	w, err := e.Upload("w", dense(1536, 576, randSlice(r, 1536*576)))
+	require.NoError(t, err)
+	x := tensor.New(tensor.WithShape(576), tensor.WithBacking(randSlice(r, 576)))
+	dst := tensor.New(tensor.WithShape(1536), tensor.WithBacking(make([]float32, 1536)))
+	for i := 0; i < 50; i++ {
+		require.NoError(t, e.MatVec(dst, x, w))
+	}
+	assert.Equal(t, before+2, runtime.NumGoroutine(), "products start no goroutines")
+	require.NoError(t, e.Close())
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, before, runtime.NumGoroutine(), "workers stop at Close")
 }
