@@ -188,8 +188,9 @@ bench: setup
 
 # Standalone Go generation vs PyTorch CPU on a SmolLM-135M-shaped random f32 model:
 # decode and prefill tokens/s and their ratio, same threads, same run (~1 min).
+# BENCH_MODEL_ARGS, e.g. "--repeat 7 --dtypes f32": see tests_py/bench_model.py --help.
 bench-model: setup build
-	$(VPY) tests_py/bench_model.py
+	$(VPY) tests_py/bench_model.py $(BENCH_MODEL_ARGS)
 
 # Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths).
 bench-py: setup

@@ -36,6 +36,7 @@ type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
 	tile, tile2 [gemmRows * panelW]float32
 	scores      []float32 // attention scores
+	q           []float32 // a query head scaled by 1/√headDim
 }
 
 // CPUOption configures NewCPU.
@@ -575,20 +576,27 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 	c.pool.run(heads, work, func(worker, lo, hi int) {
 		s := &c.scratch[worker]
 		s.scores = growFloats(s.scores, pos0+n)
+		s.q = growFloats(s.q, hd)
+		qsc := s.q
 		for head := lo; head < hi; head++ {
 			kvOff := (head / group) * hd
 			for t := 0; t < n; t++ {
 				qh := qs[t*qDim+head*hd : t*qDim+(head+1)*hd]
 				span := pos0 + t + 1
 				sc := s.scores[:span]
-				for p := range sc {
-					sc[p] = kern.dot(qh, kc[p*kvDim+kvOff:p*kvDim+kvOff+hd]) * scale
+				for i, v := range qh {
+					qsc[i] = v * scale
 				}
-				kern.softmax(sc)
+				kern.scores(sc, qsc, kc[kvOff:], kvDim)
+				mx := sc[0]
+				for _, v := range sc {
+					mx = max(mx, v)
+				}
+				inv := 1 / kern.expSum(sc, mx)
 				o := os[t*qDim+head*hd : t*qDim+(head+1)*hd]
-				clear(o)
-				for p, w := range sc {
-					kern.axpy(o, vc[p*kvDim+kvOff:p*kvDim+kvOff+hd], w)
+				kern.weightedSum(o, sc, vc[kvOff:], kvDim)
+				for i := range o {
+					o[i] *= inv
 				}
 			}
 		}

@@ -30,44 +30,32 @@ type kernels struct {
 	widenBF16 func(dst []float32, src []uint16)
 	// exp sets x[i] = exp(x[i]) (float32 accuracy).
 	exp func(x []float32)
+	// expSum sets x[i] = exp(x[i]-shift) and returns Σ x[i] (softmax's numerators).
+	expSum func(x []float32, shift float32) float32
 	// siluMul sets gate[i] = silu(gate[i])·up[i].
 	siluMul func(gate, up []float32)
 	// axpy sets dst[i] += a·x[i] over len(dst) elements.
 	axpy func(dst, x []float32, a float32)
-	// dot returns Σ a[i]·b[i] over len(a) elements.
-	dot func(a, b []float32) float32
+	// scores writes out[p] = Σ_i q[i]·k[p*stride+i] for p < len(out) (attention's
+	// q·k over the cached keys of one head).
+	scores func(out, q, k []float32, stride int)
+	// weightedSum writes out[j] = Σ_p s[p]·v[p*stride+j] for j < len(out), p < len(s)
+	// (attention's weighted sum of the cached values of one head).
+	weightedSum func(out, s, v []float32, stride int)
 }
 
 var goKernels = kernels{
-	name:      "go",
-	gemm6x16:  gemm6x16Go,
-	gemvF32:   gemvF32Go,
-	gemvBF16:  gemvBF16Go,
-	widenBF16: widenBF16Go,
-	exp:       expGo,
-	siluMul:   SiLUMul,
-	axpy:      axpyGo,
-	dot:       dotGo,
-}
-
-// softmax normalizes s in place to probabilities with the kernels' exp.
-func (k *kernels) softmax(s []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range s {
-		mx = max(mx, v)
-	}
-	for i := range s {
-		s[i] -= mx
-	}
-	k.exp(s)
-	var sum float32
-	for _, v := range s {
-		sum += v
-	}
-	inv := 1 / sum
-	for i := range s {
-		s[i] *= inv
-	}
+	name:        "go",
+	gemm6x16:    gemm6x16Go,
+	gemvF32:     gemvF32Go,
+	gemvBF16:    gemvBF16Go,
+	widenBF16:   widenBF16Go,
+	exp:         expGo,
+	expSum:      expSumGo,
+	siluMul:     SiLUMul,
+	axpy:        axpyGo,
+	scores:      scoresGo,
+	weightedSum: weightedSumGo,
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {

@@ -47,9 +47,11 @@ func asmKernels() (kernels, bool) {
 			}
 			widenBF16Go(dst[m:], src[m:])
 		},
-		exp:     expAsm,
-		siluMul: siluMulAsm,
-		axpy:    axpyAsm,
-		dot:     dot,
+		exp:         expAsm,
+		expSum:      expSumAsm,
+		siluMul:     siluMulAsm,
+		axpy:        axpyAsm,
+		scores:      scoresAsm,
+		weightedSum: weightedSumAsm,
 	}, true
 }

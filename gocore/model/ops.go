@@ -135,3 +135,27 @@ func axpyGo(dst, x []float32, a float32) {
 		dst[i] += a * v
 	}
 }
+
+func scoresGo(out, q, k []float32, stride int) {
+	hd := len(q)
+	for p := range out {
+		out[p] = dotGo(q, k[p*stride:p*stride+hd])
+	}
+}
+
+func weightedSumGo(out, s, v []float32, stride int) {
+	clear(out)
+	for p, w := range s {
+		axpyGo(out, v[p*stride:p*stride+len(out)], w)
+	}
+}
+
+func expSumGo(x []float32, shift float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - shift)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}

@@ -9,6 +9,9 @@ func expAVX2(x *float32, n int)
 func siluMulAVX2(gate, up *float32, n int)
 
 //go:noescape
+func expShiftSumAVX2(x *float32, n int, shift float32) float32
+
+//go:noescape
 func axpyAVX2(dst, x *float32, a float32, n int)
 
 // expAsm sets x[i] = exp(x[i]): the AVX2 kernel over whole groups of 8, math.Exp for
@@ -45,4 +48,14 @@ func axpyAsm(dst, x []float32, a float32) {
 		m = 0
 	}
 	axpyGo(dst[m:], x[m:], a)
+}
+
+// expSumAsm sets x[i] = exp(x[i]-shift) and returns their sum.
+func expSumAsm(x []float32, shift float32) float32 {
+	m := len(x) &^ 7
+	var sum float32
+	if m > 0 {
+		sum = expShiftSumAVX2(unsafe.SliceData(x), m, shift)
+	}
+	return sum + expSumGo(x[m:], shift)
 }

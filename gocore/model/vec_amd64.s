@@ -171,3 +171,29 @@ axpyloop:
 	JNZ  axpyloop
 	VZEROUPPER
 	RET
+
+// func expShiftSumAVX2(x *float32, n int, shift float32) float32
+// x[i] = exp(x[i] - shift) for i < n, returning Σ x[i]; n is a positive multiple of 8.
+TEXT ·expShiftSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y5
+	VXORPS Y6, Y6, Y6
+	SHRQ $3, CX
+
+expsumloop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y5, Y0, Y0
+	EXP8
+	VMOVUPS Y0, (SI)
+	VADDPS  Y0, Y6, Y6
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  expsumloop
+	VEXTRACTF128 $1, Y6, X1
+	VADDPS X1, X6, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

@@ -3,7 +3,9 @@ package model_test
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,8 +188,15 @@ func TestCPURoPEMatchesRotate(t *testing.T) {
 }
 
 func TestCPUAttentionMatchesNaive(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 1))
-	const heads, kvHeads, hd, total = 4, 2, 8, 9
+	// head dimensions: below the kernels' 16, a multiple of 8 only, and 64 and 80
+	for _, hd := range []int{8, 24, 64, 80} {
+		testAttention(t, hd)
+	}
+}
+
+func testAttention(t *testing.T, hd int) {
+	r := rand.New(rand.NewPCG(8, uint64(hd)))
+	const heads, kvHeads, total = 4, 2, 11
 	qDim, kvDim := heads*hd, kvHeads*hd
 	q, k, v := randSlice(r, total*qDim), randSlice(r, total*kvDim), randSlice(r, total*kvDim)
 	want := make([]float64, total*qDim)
@@ -201,7 +210,7 @@ func TestCPUAttentionMatchesNaive(t *testing.T) {
 				for i := 0; i < hd; i++ {
 					s += float64(q[t0*qDim+h*hd+i]) * float64(k[p*kvDim+kh*hd+i])
 				}
-				sc[p] = s / math.Sqrt(hd)
+				sc[p] = s / math.Sqrt(float64(hd))
 				mx = max(mx, sc[p])
 			}
 			var sum float64
@@ -234,7 +243,7 @@ func TestCPUAttentionMatchesNaive(t *testing.T) {
 			pos += n
 		}
 		assert.GreaterOrEqual(t, kv.Cap(), total)
-		assert.InDeltaSlice(t, want, got, 1e-5, name)
+		assert.InDeltaSlice(t, want, got, 1e-5, "%s, head dim %d", name, hd)
 		err = e.Attention(dense(1, qDim, make([]float32, qDim)), dense(1, qDim, q[:qDim]),
 			dense(1, kvDim, k[:kvDim]), dense(1, kvDim, v[:kvDim]), kv, 2, 0)
 		require.ErrorContains(t, err, "layer 2 of 2")
@@ -322,4 +331,26 @@ func BenchmarkPrefillGEMM(b *testing.B) {
 			b.ReportMetric(float64(2*n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// The CPU engine's workers are started once, not per product, and stop at Close.
+func TestCPUWorkerPoolIsPersistent(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := model.NewCPU(3)
+	require.Equal(t, before+2, runtime.NumGoroutine(), "two workers beside the caller")
+	r := rand.New(rand.NewPCG(2, 2))
+	w, err := e.Upload("w", dense(1536, 576, randSlice(r, 1536*576)))
+	require.NoError(t, err)
+	x := tensor.New(tensor.WithShape(576), tensor.WithBacking(randSlice(r, 576)))
+	dst := tensor.New(tensor.WithShape(1536), tensor.WithBacking(make([]float32, 1536)))
+	for i := 0; i < 50; i++ {
+		require.NoError(t, e.MatVec(dst, x, w))
+	}
+	assert.Equal(t, before+2, runtime.NumGoroutine(), "products start no goroutines")
+	require.NoError(t, e.Close())
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, before, runtime.NumGoroutine(), "workers stop at Close")
 }
