@@ -27,19 +27,24 @@ from .grammar import (
     json_schema_to_gbnf,
     regex_to_gbnf,
 )
-from .sampling import ParamError, SamplerChain, SamplingLogitsProcessor
+from .sampling import ParamError, SamplerChain
 from .tokenizer import Tokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .processors import GrammarLogitsProcessor, JSONSchemaLogitsProcessor, RegexLogitsProcessor
+    from .sampling_processor import SamplingLogitsProcessor
 
 __version__: str = _native.bindings_Version()
 
-_LAZY = {"GrammarLogitsProcessor", "JSONSchemaLogitsProcessor", "RegexLogitsProcessor"}
+_LAZY = {"GrammarLogitsProcessor", "JSONSchemaLogitsProcessor", "RegexLogitsProcessor", "SamplingLogitsProcessor"}
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: the processors import torch and transformers, so they load on first use.
+    if name == "SamplingLogitsProcessor":
+        from .sampling_processor import SamplingLogitsProcessor
+
+        return SamplingLogitsProcessor
     if name in _LAZY:
         from . import processors
 
