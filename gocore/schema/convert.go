@@ -332,6 +332,26 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			}
 		}
 	}
+	for _, kw := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
+		dv, ok := o.get(kw)
+		if !ok {
+			continue
+		}
+		groups, ok := dependencyGroups(o, kw, dv)
+		if !ok {
+			continue // checkUnsupported reports it
+		}
+		res.del(kw)
+		for _, g := range groups {
+			fg, err := c.flatten(g, ptr+"/"+kw, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if res, err = c.merge(res, fg, ptr+"/"+kw); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if av, ok := o.get("allOf"); ok {
 		subs, ok := av.([]any)
 		if !ok {
@@ -1041,4 +1061,59 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// dependencyGroups rewrites dependencies (dependentRequired, dependentSchemas)
+// as anyOf groups, exactly: {"a": ["b"]} is "a is absent, or a and b are
+// present" (or the instance is not an object); {"a": S} is "a is absent, or a
+// is present and the object satisfies S".
+func dependencyGroups(o *object, kw string, dv any) ([]*object, bool) {
+	deps, ok := dv.(*object)
+	if !ok {
+		return nil, false
+	}
+	onlyObjects := o.vals["type"] == "object"
+	var out []*object
+	for _, prop := range deps.keys {
+		absentProps := newObject()
+		absentProps.set(prop, false)
+		absent := newObject()
+		absent.set("properties", absentProps)
+		var present *object
+		switch v := deps.vals[prop].(type) {
+		case []any:
+			if kw == "dependentSchemas" {
+				return nil, false
+			}
+			req := []any{prop}
+			for _, x := range v {
+				if _, ok := x.(string); !ok {
+					return nil, false
+				}
+				req = append(req, x)
+			}
+			present = newObject()
+			present.set("required", req)
+		case bool, *object:
+			if kw == "dependentRequired" {
+				return nil, false
+			}
+			r := newObject()
+			r.set("required", []any{prop})
+			present = newObject()
+			present.set("allOf", []any{r, v})
+		default:
+			return nil, false
+		}
+		alts := []any{absent, present}
+		if !onlyObjects {
+			other := newObject()
+			other.set("type", []any{"array", "string", "number", "boolean", "null"})
+			alts = append(alts, other)
+		}
+		g := newObject()
+		g.set("anyOf", alts)
+		out = append(out, g)
+	}
+	return out, true
 }

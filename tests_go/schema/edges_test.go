@@ -395,3 +395,31 @@ func TestConstantsCheckedAgainstKeywords(t *testing.T) {
 		})
 	}
 }
+
+// TestDependencies: dependentRequired and dependentSchemas (and draft-4
+// dependencies) become "absent, or present with what it needs".
+func TestDependencies(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"dependentRequired", `{"type":"object","properties":{"a":{},"b":{},"c":{}},"additionalProperties":false,"dependentRequired":{"a":["b"]}}`,
+			[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`, `{"c":1}`}, []string{`{"a":1}`, `{"a":1,"c":2}`}},
+		{"draft-4 dependencies, both forms", `{"properties":{"a":{},"b":{},"c":{"type":"integer"}},"dependencies":{"a":["b"],"b":{"properties":{"c":{"minimum":5}}}}}`,
+			[]string{`{}`, `{"a":1,"b":2}`, `{"b":1,"c":5}`, `{"c":1}`, `"x"`, `1`}, []string{`{"a":1}`, `{"b":1,"c":4}`, `{"a":1,"b":1,"c":1}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+}

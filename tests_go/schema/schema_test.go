@@ -125,7 +125,7 @@ func TestSchemaErrors(t *testing.T) {
 		{"defined format that cannot be written", `{"type":"string","format":"iri-reference"}`, "format", "", true},
 		{"non-decimal multipleOf", `{"type":"integer","multipleOf":3}`, "multipleOf", "", true},
 		{"overlapping oneOf", `{"oneOf":[{"type":"integer"},{"multipleOf":3}]}`, "oneOf", "/oneOf", true},
-		{"dependentRequired", `{"type":"object","dependentRequired":{"a":["b"]}}`, "dependentRequired", "", true},
+		{"malformed dependentRequired", `{"type":"object","dependentRequired":{"a":"b"}}`, "dependentRequired", "", true},
 		{"non-integer number bound", `{"type":"number","minimum":0.5}`, "minimum", "", true},
 		{"lookaround in pattern", `{"type":"string","pattern":"a(?=b)"}`, "pattern", "", true},
 		{"remote $ref", `{"$ref":"other.json#/a"}`, "$ref", "", false},
