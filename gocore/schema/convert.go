@@ -850,7 +850,9 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			return false, true
 		}
 		if len(keys) > 1 {
-			if x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
+			// keywords that are not independent conjuncts: negating them one by
+			// one would not be exact ($ref siblings are ignored by drafts <= 7)
+			if x.has("$ref") || x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
 				x.has("prefixItems") || x.has("additionalItems") || x.has("items") || x.has("if") {
 				return nil, false
 			}
