@@ -332,6 +332,31 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			}
 		}
 	}
+	if iv, ok := o.get("if"); ok && (o.has("then") || o.has("else")) {
+		// if I then T else E  =  (I and T) or (not I and E), where not I is exact
+		if negI, ok := c.rewriteNot(iv, 1); ok {
+			tv, hasT := o.get("then")
+			ev, hasE := o.get("else")
+			if !hasT {
+				tv = true
+			}
+			if !hasE {
+				ev = true
+			}
+			g := newObject()
+			g.set("anyOf", []any{allOfList(iv, tv), allOfList(negI, ev)})
+			fg, err := c.flatten(g, ptr, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			res.del("if")
+			res.del("then")
+			res.del("else")
+			if res, err = c.merge(res, fg, ptr); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, kw := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
 		dv, ok := o.get(kw)
 		if !ok {
@@ -1118,4 +1143,11 @@ func dependencyGroups(o *object, kw string, dv any) ([]*object, bool) {
 		out = append(out, g)
 	}
 	return out, true
+}
+
+// allOfList is {"allOf": [a, b]}.
+func allOfList(a, b any) *object {
+	o := newObject()
+	o.set("allOf", []any{a, b})
+	return o
 }

@@ -344,6 +344,8 @@ func TestNotRewrites(t *testing.T) {
 			[]string{`"b"`, `"abc"`, `""`, `1`, `true`, `{}`}, []string{`"a"`, `"bc"`, `null`}},
 		{"two patterns in allOf, length and a negated constant", `{"allOf":[{"type":"string","pattern":"^[a-c]+$"},{"pattern":"b","maxLength":3},{"not":{"const":"abc"}}]}`,
 			[]string{`"b"`, `"ab"`, `"cba"`}, []string{`"abc"`, `"aaa"`, `"abcb"`, `"xb"`}},
+		{"if/then/else with a negatable condition", `{"type":"object","properties":{"kind":{"type":"string"},"n":{"type":"integer"}},"if":{"properties":{"kind":{"enum":["a"]}},"required":["kind"]},"then":{"required":["n"]},"else":{"properties":{"n":false}}}`,
+			[]string{`{"kind":"a","n":1}`, `{"kind":"b"}`, `{}`}, []string{`{"kind":"a"}`, `{"kind":"b","n":1}`, `{"n":1}`}},
 		{"in allOf", `{"allOf":[{"type":"object","properties":{"a":{},"b":{}}},{"not":{"required":["a"]}},{"not":{"required":["b"]}}]}`,
 			[]string{`{}`, `{"c":1}`}, []string{`{"a":1}`, `{"b":1}`}},
 	}
