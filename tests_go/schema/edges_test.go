@@ -425,3 +425,17 @@ func TestDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestEnumTrie: the prefix-factored enum accepts exactly its members, also
+// where one member is a prefix of another, and mixed with other kinds.
+func TestEnumTrie(t *testing.T) {
+	g, _, err := schema.FromJSONSchema([]byte(`{"enum":["a","ab","abc","b","","é","éa",1,10,1.5,true,null,[1],{"k":"a"}]}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	for _, s := range []string{`"a"`, `"ab"`, `"abc"`, `"b"`, `""`, `"é"`, `"éa"`, `1`, `10`, `1.5`, `true`, `null`, `[1]`, `{"k":"a"}`} {
+		assert.True(t, c.accepts(s), "%s rejected by\n%s", s, g)
+	}
+	for _, s := range []string{`"abcd"`, `"ac"`, `"ba"`, `"c"`, `"éb"`, `11`, `0`, `1.`, `false`, `[2]`, `"a`, `a"`} {
+		assert.False(t, c.accepts(s), "%s accepted by\n%s", s, g)
+	}
+}
