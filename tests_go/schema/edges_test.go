@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -438,4 +439,32 @@ func TestEnumTrie(t *testing.T) {
 	for _, s := range []string{`"abcd"`, `"ac"`, `"ba"`, `"c"`, `"éb"`, `11`, `0`, `1.`, `false`, `[2]`, `"a`, `a"`} {
 		assert.False(t, c.accepts(s), "%s accepted by\n%s", s, g)
 	}
+}
+
+// TestPatternPropertiesRefusedNotSilent: where the key regions cannot be
+// worked out (too many patterns) and the patterns' schemas differ, the
+// conversion fails, or with Lenient lists patternProperties: never a grammar
+// that silently allows only {}.
+func TestPatternPropertiesRefusedNotSilent(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"object","patternProperties":{`)
+	for i := 0; i < 9; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		typ := "integer"
+		if i%2 == 1 {
+			typ = "string"
+		}
+		fmt.Fprintf(&sb, `"^%c":{"type":%q}`, 'a'+i, typ)
+	}
+	sb.WriteString(`}}`)
+	_, _, err := schema.FromJSONSchema([]byte(sb.String()))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "patternProperties", se.Keyword)
+	_, ign, err := schema.FromJSONSchema([]byte(sb.String()), schema.Lenient())
+	require.NoError(t, err)
+	require.NotEmpty(t, ign)
+	assert.Equal(t, "patternProperties", ign[0].Keyword)
 }
