@@ -45,7 +45,7 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	// Only a recursive grammar can have rules that never finish (a definition
 	// that must contain itself): those are checked on the parsed grammar.
 	text := c.b.text("root")
-	if c.recursive {
+	if c.recursive || strings.Contains(text, noMatch) {
 		if err := c.checkProductive(text); err != nil {
 			return "", nil, err
 		}
@@ -815,7 +815,7 @@ func (c *conv) checkProductive(text string) error {
 			for _, alt := range r.Alts {
 				ok := true
 				for _, e := range alt {
-					if e.Kind == gbnf.RuleRef && !productive[e.Rule] {
+					if e.Kind == gbnf.RuleRef && !productive[e.Rule] || matchesNothing(e) {
 						ok = false
 						break
 					}
@@ -838,9 +838,44 @@ func (c *conv) checkProductive(text string) error {
 		}
 	}
 	if !productive[g.Root] {
+		if !c.recursive {
+			return c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
+		}
 		return c.errorf("", "", "the schema accepts no finite instance")
 	}
+	// a rule reachable from the root that derives nothing is a dead end: a
+	// model could start it and never finish (a pattern that matches nothing
+	// under an optional property)
+	seen := make([]bool, len(g.Rules))
+	work := []int{g.Root}
+	seen[g.Root] = true
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		if !productive[r] {
+			return c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+		}
+		for _, alt := range g.Rules[r].Alts {
+			for _, e := range alt {
+				if e.Kind == gbnf.RuleRef && !seen[e.Rule] {
+					seen[e.Rule] = true
+					work = append(work, e.Rule)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// matchesNothing reports an element no character matches (an empty class).
+func matchesNothing(e gbnf.Element) bool {
+	if e.Kind != gbnf.Char {
+		return false
+	}
+	if !e.Negated {
+		return len(e.Ranges) == 0
+	}
+	return len(e.Ranges) > 0 && e.Ranges[0].Lo <= 0 && e.Ranges[len(e.Ranges)-1].Hi >= 0x10FFFF && len(gbnf.NormalizeRanges(e.Ranges)) == 1
 }
 
 // rewriteNot expresses "not x" as a positive schema where that is exact:

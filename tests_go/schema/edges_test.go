@@ -468,3 +468,21 @@ func TestPatternPropertiesRefusedNotSilent(t *testing.T) {
 	require.NotEmpty(t, ign)
 	assert.Equal(t, "patternProperties", ign[0].Keyword)
 }
+
+// TestNoDeadEnds: a grammar part that can start but never finish (a pattern
+// that matches nothing, under an optional property) is refused, so that no
+// state of the grammar allows neither a byte nor the end.
+func TestNoDeadEnds(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"string","pattern":"^x[]$"}`,
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"^x[]"}}}`,
+	} {
+		g, _, err := schema.FromJSONSchema([]byte(s))
+		var se *schema.SchemaError
+		require.True(t, errors.As(err, &se), "%s: want a *SchemaError, got %v\n%s", s, err, g)
+	}
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"string","pattern":"^(a|[])$"}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	assert.True(t, c.accepts(`"a"`))
+}
