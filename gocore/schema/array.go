@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -26,7 +27,9 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		return "", c.errorf("minItems", ptr, "minItems %d is larger than %d, the most a grammar here may require", minI, maxItemsWritten)
 	}
 	if maxI > maxItemsWritten {
-		maxI = maxItemsWritten // narrower, still sound
+		// narrower, still sound, and said so
+		c.noteNarrowed("maxItems", ptr, fmt.Sprintf("maxItems %d is above %d, the most items a grammar here counts: longer arrays are refused", maxI, maxItemsWritten))
+		maxI = maxItemsWritten
 	}
 	var prefix []any
 	if pv, ok := o.get("prefixItems"); ok {

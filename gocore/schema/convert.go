@@ -45,7 +45,7 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	// Only a recursive grammar can have rules that never finish (a definition
 	// that must contain itself): those are checked on the parsed grammar.
 	text := c.b.text("root")
-	if c.recursive {
+	if c.recursive || strings.Contains(text, noMatch) {
 		if err := c.checkProductive(text); err != nil {
 			return "", nil, err
 		}
@@ -329,6 +329,51 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 				if res, err = c.merge(res, fr, ptr); err != nil {
 					return nil, err
 				}
+			}
+		}
+	}
+	if iv, ok := o.get("if"); ok && (o.has("then") || o.has("else")) {
+		// if I then T else E  =  (I and T) or (not I and E), where not I is exact
+		if negI, ok := c.rewriteNot(iv, 1); ok {
+			tv, hasT := o.get("then")
+			ev, hasE := o.get("else")
+			if !hasT {
+				tv = true
+			}
+			if !hasE {
+				ev = true
+			}
+			g := newObject()
+			g.set("anyOf", []any{allOfList(iv, tv), allOfList(negI, ev)})
+			fg, err := c.flatten(g, ptr, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			res.del("if")
+			res.del("then")
+			res.del("else")
+			if res, err = c.merge(res, fg, ptr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, kw := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
+		dv, ok := o.get(kw)
+		if !ok {
+			continue
+		}
+		groups, ok := dependencyGroups(o, kw, dv)
+		if !ok {
+			continue // checkUnsupported reports it
+		}
+		res.del(kw)
+		for _, g := range groups {
+			fg, err := c.flatten(g, ptr+"/"+kw, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if res, err = c.merge(res, fg, ptr+"/"+kw); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -770,7 +815,7 @@ func (c *conv) checkProductive(text string) error {
 			for _, alt := range r.Alts {
 				ok := true
 				for _, e := range alt {
-					if e.Kind == gbnf.RuleRef && !productive[e.Rule] {
+					if e.Kind == gbnf.RuleRef && !productive[e.Rule] || matchesNothing(e) {
 						ok = false
 						break
 					}
@@ -793,9 +838,44 @@ func (c *conv) checkProductive(text string) error {
 		}
 	}
 	if !productive[g.Root] {
+		if !c.recursive {
+			return c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
+		}
 		return c.errorf("", "", "the schema accepts no finite instance")
 	}
+	// a rule reachable from the root that derives nothing is a dead end: a
+	// model could start it and never finish (a pattern that matches nothing
+	// under an optional property)
+	seen := make([]bool, len(g.Rules))
+	work := []int{g.Root}
+	seen[g.Root] = true
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		if !productive[r] {
+			return c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+		}
+		for _, alt := range g.Rules[r].Alts {
+			for _, e := range alt {
+				if e.Kind == gbnf.RuleRef && !seen[e.Rule] {
+					seen[e.Rule] = true
+					work = append(work, e.Rule)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// matchesNothing reports an element no character matches (an empty class).
+func matchesNothing(e gbnf.Element) bool {
+	if e.Kind != gbnf.Char {
+		return false
+	}
+	if !e.Negated {
+		return len(e.Ranges) == 0
+	}
+	return len(e.Ranges) > 0 && e.Ranges[0].Lo <= 0 && e.Ranges[len(e.Ranges)-1].Hi >= 0x10FFFF && len(gbnf.NormalizeRanges(e.Ranges)) == 1
 }
 
 // rewriteNot expresses "not x" as a positive schema where that is exact:
@@ -830,7 +910,9 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			return false, true
 		}
 		if len(keys) > 1 {
-			if x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
+			// keywords that are not independent conjuncts: negating them one by
+			// one would not be exact ($ref siblings are ignored by drafts <= 7)
+			if x.has("$ref") || x.has("nullable") || x.has("additionalProperties") || x.has("patternProperties") ||
 				x.has("prefixItems") || x.has("additionalItems") || x.has("items") || x.has("if") {
 				return nil, false
 			}
@@ -1041,4 +1123,66 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// dependencyGroups rewrites dependencies (dependentRequired, dependentSchemas)
+// as anyOf groups, exactly: {"a": ["b"]} is "a is absent, or a and b are
+// present" (or the instance is not an object); {"a": S} is "a is absent, or a
+// is present and the object satisfies S".
+func dependencyGroups(o *object, kw string, dv any) ([]*object, bool) {
+	deps, ok := dv.(*object)
+	if !ok {
+		return nil, false
+	}
+	onlyObjects := o.vals["type"] == "object"
+	var out []*object
+	for _, prop := range deps.keys {
+		absentProps := newObject()
+		absentProps.set(prop, false)
+		absent := newObject()
+		absent.set("properties", absentProps)
+		var present *object
+		switch v := deps.vals[prop].(type) {
+		case []any:
+			if kw == "dependentSchemas" {
+				return nil, false
+			}
+			req := []any{prop}
+			for _, x := range v {
+				if _, ok := x.(string); !ok {
+					return nil, false
+				}
+				req = append(req, x)
+			}
+			present = newObject()
+			present.set("required", req)
+		case bool, *object:
+			if kw == "dependentRequired" {
+				return nil, false
+			}
+			r := newObject()
+			r.set("required", []any{prop})
+			present = newObject()
+			present.set("allOf", []any{r, v})
+		default:
+			return nil, false
+		}
+		alts := []any{absent, present}
+		if !onlyObjects {
+			other := newObject()
+			other.set("type", []any{"array", "string", "number", "boolean", "null"})
+			alts = append(alts, other)
+		}
+		g := newObject()
+		g.set("anyOf", alts)
+		out = append(out, g)
+	}
+	return out, true
+}
+
+// allOfList is {"allOf": [a, b]}.
+func allOfList(a, b any) *object {
+	o := newObject()
+	o.set("allOf", []any{a, b})
+	return o
 }

@@ -37,8 +37,9 @@ type dedge struct {
 	to     int32
 }
 
-// maxDFAStates bounds every automaton built here (pattern, product, length).
-const maxDFAStates = 20000
+// maxDFAStates bounds every automaton built here (pattern, product, length):
+// each state becomes a rule, and the grammar must stay cheap to compile.
+const maxDFAStates = 4096
 
 // errDFATooLarge says an automaton would exceed maxDFAStates.
 var errDFATooLarge = fmt.Errorf("the automaton would need more than %d states", maxDFAStates)

@@ -6,8 +6,8 @@
 //   - FromJSONSchema converts a JSON Schema document (draft 4 to 2020-12) into a
 //     grammar whose language is a subset of the instances the schema accepts,
 //     serialized as JSON. It is sound first: a keyword that constrains instances
-//     and that a context-free grammar cannot enforce (uniqueItems, not,
-//     if/then/else, ...) is a *SchemaError naming the keyword and its JSON
+//     and that a context-free grammar cannot enforce (uniqueItems, contains,
+//     not without an exact positive form, ...) is a *SchemaError naming the keyword and its JSON
 //     pointer, unless the Lenient option asks to ignore it, in which case it is
 //     listed in the returned []Ignored. Annotations (title, description, default,
 //     examples, unknown vocabulary, ...) are ignored silently.
@@ -24,8 +24,13 @@
 // its keywords are about ({"properties": ...} means an object); maxLength above
 // the length cap (DefaultLengthCap, WithLengthCap) is lowered to it and listed
 // in the returned []Ignored with Narrowed set, and item counts above 2000 are
-// capped. "not" is enforced in the forms not {}, not true and not {"type": ...};
-// other forms are refused. A "format" that JSON Schema does not define
+// capped. "not" is enforced where it has an exact positive form (rewriteNot):
+// not {}, not {"type": ...}, not not X, not required, flipped bounds, not
+// pattern and not enum of strings (automata), not anyOf/allOf and several
+// independent keywords of those; other forms are refused. The same negations
+// make overlapping oneOf exact (branch i and not the others) and if/then/else
+// ((if and then) or (not if and else)); dependencies become "absent, or
+// present with what it needs". A "format" that JSON Schema does not define
 // ("semver", "path", ...) is unknown vocabulary, which validators ignore: it
 // constrains nothing; a defined format the converter cannot write is refused.
 //

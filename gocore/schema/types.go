@@ -871,7 +871,9 @@ func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (s
 	if ld.empty() {
 		return "", c.unsatf("maxLength", ptr, "no string satisfies both the pattern and the length limits")
 	}
-	return ld.minimize().grammar(rc, "pattern"), nil
+	// no minimization here: the counter makes states distinct, and Moore's
+	// refinement would need a round per count
+	return ld.grammar(rc, "pattern"), nil
 }
 
 // stringDFA writes the strings that match every pattern (pattern and
@@ -954,6 +956,9 @@ func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) 
 		return "", c.unsatf("pattern", ptr, "no string satisfies the patterns and limits together")
 	}
 	rc := &regexConv{b: c.b, json: true}
+	if minL > 0 || maxL >= 0 {
+		return d.grammar(rc, "string"), nil // see lengthDFA
+	}
 	return d.minimize().grammar(rc, "string"), nil
 }
 

@@ -190,3 +190,16 @@ func BenchmarkOptionalProperties10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMaxLength65535: schema text -> first mask for a string with
+// maxLength 65535 (capped at DefaultLengthCap until counted repetitions are
+// constant-size; WithLengthCap(0) lifts the cap).
+func BenchmarkMaxLength65535(b *testing.B) {
+	v := llama3Vocab(b)
+	s := []byte(`{"type":"object","properties":{"text":{"type":"string","maxLength":65535}},"required":["text"]}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		schemaToFirstMask(b, v, s)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -344,6 +345,8 @@ func TestNotRewrites(t *testing.T) {
 			[]string{`"b"`, `"abc"`, `""`, `1`, `true`, `{}`}, []string{`"a"`, `"bc"`, `null`}},
 		{"two patterns in allOf, length and a negated constant", `{"allOf":[{"type":"string","pattern":"^[a-c]+$"},{"pattern":"b","maxLength":3},{"not":{"const":"abc"}}]}`,
 			[]string{`"b"`, `"ab"`, `"cba"`}, []string{`"abc"`, `"aaa"`, `"abcb"`, `"xb"`}},
+		{"if/then/else with a negatable condition", `{"type":"object","properties":{"kind":{"type":"string"},"n":{"type":"integer"}},"if":{"properties":{"kind":{"enum":["a"]}},"required":["kind"]},"then":{"required":["n"]},"else":{"properties":{"n":false}}}`,
+			[]string{`{"kind":"a","n":1}`, `{"kind":"b"}`, `{}`}, []string{`{"kind":"a"}`, `{"kind":"b","n":1}`, `{"n":1}`}},
 		{"in allOf", `{"allOf":[{"type":"object","properties":{"a":{},"b":{}}},{"not":{"required":["a"]}},{"not":{"required":["b"]}}]}`,
 			[]string{`{}`, `{"c":1}`}, []string{`{"a":1}`, `{"b":1}`}},
 	}
@@ -394,4 +397,92 @@ func TestConstantsCheckedAgainstKeywords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDependencies: dependentRequired and dependentSchemas (and draft-4
+// dependencies) become "absent, or present with what it needs".
+func TestDependencies(t *testing.T) {
+	cases := []struct {
+		name, schema   string
+		valid, invalid []string
+	}{
+		{"dependentRequired", `{"type":"object","properties":{"a":{},"b":{},"c":{}},"additionalProperties":false,"dependentRequired":{"a":["b"]}}`,
+			[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`, `{"c":1}`}, []string{`{"a":1}`, `{"a":1,"c":2}`}},
+		{"draft-4 dependencies, both forms", `{"properties":{"a":{},"b":{},"c":{"type":"integer"}},"dependencies":{"a":["b"],"b":{"properties":{"c":{"minimum":5}}}}}`,
+			[]string{`{}`, `{"a":1,"b":2}`, `{"b":1,"c":5}`, `{"c":1}`, `"x"`, `1`}, []string{`{"a":1}`, `{"b":1,"c":4}`, `{"a":1,"b":1,"c":1}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ign, err := schema.FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for _, s := range tc.valid {
+				assert.True(t, c.accepts(s), "valid %q rejected by\n%s", s, g)
+			}
+			for _, s := range tc.invalid {
+				assert.False(t, c.accepts(s), "invalid %q accepted by\n%s", s, g)
+			}
+		})
+	}
+}
+
+// TestEnumTrie: the prefix-factored enum accepts exactly its members, also
+// where one member is a prefix of another, and mixed with other kinds.
+func TestEnumTrie(t *testing.T) {
+	g, _, err := schema.FromJSONSchema([]byte(`{"enum":["a","ab","abc","b","","é","éa",1,10,1.5,true,null,[1],{"k":"a"}]}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	for _, s := range []string{`"a"`, `"ab"`, `"abc"`, `"b"`, `""`, `"é"`, `"éa"`, `1`, `10`, `1.5`, `true`, `null`, `[1]`, `{"k":"a"}`} {
+		assert.True(t, c.accepts(s), "%s rejected by\n%s", s, g)
+	}
+	for _, s := range []string{`"abcd"`, `"ac"`, `"ba"`, `"c"`, `"éb"`, `11`, `0`, `1.`, `false`, `[2]`, `"a`, `a"`} {
+		assert.False(t, c.accepts(s), "%s accepted by\n%s", s, g)
+	}
+}
+
+// TestPatternPropertiesRefusedNotSilent: where the key regions cannot be
+// worked out (too many patterns) and the patterns' schemas differ, the
+// conversion fails, or with Lenient lists patternProperties: never a grammar
+// that silently allows only {}.
+func TestPatternPropertiesRefusedNotSilent(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"object","patternProperties":{`)
+	for i := 0; i < 9; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		typ := "integer"
+		if i%2 == 1 {
+			typ = "string"
+		}
+		fmt.Fprintf(&sb, `"^%c":{"type":%q}`, 'a'+i, typ)
+	}
+	sb.WriteString(`}}`)
+	_, _, err := schema.FromJSONSchema([]byte(sb.String()))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "patternProperties", se.Keyword)
+	_, ign, err := schema.FromJSONSchema([]byte(sb.String()), schema.Lenient())
+	require.NoError(t, err)
+	require.NotEmpty(t, ign)
+	assert.Equal(t, "patternProperties", ign[0].Keyword)
+}
+
+// TestNoDeadEnds: a grammar part that can start but never finish (a pattern
+// that matches nothing, under an optional property) is refused, so that no
+// state of the grammar allows neither a byte nor the end.
+func TestNoDeadEnds(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"string","pattern":"^x[]$"}`,
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"^x[]"}}}`,
+	} {
+		g, _, err := schema.FromJSONSchema([]byte(s))
+		var se *schema.SchemaError
+		require.True(t, errors.As(err, &se), "%s: want a *SchemaError, got %v\n%s", s, err, g)
+	}
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"string","pattern":"^(a|[])$"}`))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	assert.True(t, c.accepts(`"a"`))
 }

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -17,6 +18,12 @@ func FuzzFromJSONSchema(f *testing.F) {
 		`{"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"patternProperties":{"^b":{}}}]}`,
 		`{"type":"object","minProperties":2,"maxProperties":3,"propertyNames":{"pattern":"^[a-z]+$"}}`,
 		`{"items":[{"format":"date"},{"format":"ipv6"}],"additionalItems":{"format":"uri"},"minItems":1}`,
+		`{"type":"object","properties":{"ax":{}},"patternProperties":{"x$":{"minLength":2},"^a":false,"b":{"type":"integer"}},"required":["ax"]}`,
+		`{"type":"string","pattern":"^[a-z]+(-[a-z]+)*$","minLength":2,"maxLength":9,"not":{"enum":["ab","cd"]}}`,
+		`{"oneOf":[{"required":["a"]},{"required":["b"],"maxProperties":2}],"not":{"not":{"type":"object"}}}`,
+		`{"if":{"properties":{"k":{"const":"a"}}},"then":{"required":["n"]},"else":{"dependentRequired":{"m":["o"]}}}`,
+		`{"enum":["\ud800", "a", "ab", "abc", "b"]}`,
+		`{"$defs":{"d":{"type":"array","items":{"$ref":"#/$defs/d"},"minItems":1}},"anyOf":[{"$ref":"#/$defs/d"},{"type":"null"}]}`,
 	} {
 		f.Add([]byte(s), uint8(0))
 	}
@@ -30,6 +37,9 @@ func FuzzFromJSONSchema(f *testing.F) {
 		}
 		g, _, err := schema.FromJSONSchema(data, opts...)
 		if err != nil {
+			if strings.Contains(err.Error(), "internal error") {
+				t.Fatalf("a bug, not a schema problem: %v\nschema: %s", err, data)
+			}
 			return
 		}
 		if _, err := gbnf.Parse(g); err != nil {

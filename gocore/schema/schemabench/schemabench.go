@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -96,14 +98,27 @@ type Options struct {
 	Encode func(text string) ([]int, error)
 	// Limit stops after this many schemas (0: all).
 	Limit int
+	// Workers judge cases in parallel (0: GOMAXPROCS; always 1 with Vocab).
+	Workers int
 }
 
-// Run reads the corpus from r and judges every case.
+// caseResult is what judging one case found.
+type caseResult struct {
+	convMS, compileMS, vocabMS float64
+	errKey                     string // "" if it compiled
+	instances                  int
+	validRejected              int
+	invalidAccepted            int
+	masks                      []float64
+}
+
+// Run reads the corpus from r and judges every case. Cases are judged on
+// Workers goroutines (default GOMAXPROCS; one when masks are timed, so that
+// the timings are not shared with other work); the summary is the same in any
+// case, in corpus order.
 func Run(r io.Reader, opts Options) (*Summary, error) {
 	s := &Summary{CompileErrors: map[string]int{}}
-	var conv, compiles, vcompiles []float64
-	var masks []float64
-	byteVocab := engine.ByteVocabulary{}
+	var cases []Case
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -113,68 +128,71 @@ func Run(r io.Reader, opts Options) (*Summary, error) {
 		}
 		var c Case
 		if err := json.Unmarshal(line, &c); err != nil {
-			return nil, fmt.Errorf("schemabench: case %d: %v", s.Schemas+1, err)
+			return nil, fmt.Errorf("schemabench: case %d: %v", len(cases)+1, err)
 		}
-		s.Schemas++
-		start := time.Now()
-		g, _, err := schema.FromJSONSchema(c.Schema, opts.Schema...)
-		conv = append(conv, float64(time.Since(start).Microseconds())/1000)
-		var gr *engine.Grammar
-		if err == nil {
-			var pg *gbnf.Grammar
-			if pg, err = gbnf.Parse(g); err == nil {
-				gr, err = engine.Compile(pg, byteVocab)
-			}
-		}
-		if err != nil {
-			s.CompileErrors[errorKey(err)]++
-			continue
-		}
-		ms := float64(time.Since(start).Microseconds()) / 1000
-		compiles = append(compiles, ms)
-		if ms > 100 {
-			s.SlowCompiles = append(s.SlowCompiles, c.Name)
-		}
-		s.Compiled++
-		m := gr.NewMatcher()
-		pass := true
-		for _, t := range c.Tests {
-			for _, text := range Serializations(t.Data) {
-				s.Instances++
-				m.Reset()
-				ok := m.AcceptBytes([]byte(text)) == nil && m.CanEnd()
-				if ok != t.Valid {
-					pass = false
-					if t.Valid {
-						s.ValidRejected++
-						s.ValidRejectedCases = append(s.ValidRejectedCases, c.Name)
-					} else {
-						s.InvalidAccepted++
-						s.InvalidAcceptedCases = append(s.InvalidAcceptedCases, c.Name)
-					}
-				}
-			}
-		}
-		if pass {
-			s.Passing++
-		}
-		if opts.Vocab != nil && opts.Encode != nil {
-			vstart := time.Now()
-			g, _, _ := schema.FromJSONSchema(c.Schema, opts.Schema...)
-			pg, _ := gbnf.Parse(g)
-			tgr, err := engine.Compile(pg, opts.Vocab)
-			if err == nil {
-				tgr.NewMatcher().FillMask(make([]uint32, (opts.Vocab.Size()+31)/32))
-				vcompiles = append(vcompiles, float64(time.Since(vstart).Microseconds())/1000)
-				masks = append(masks, timeMasks(tgr, c, opts)...)
-			}
-		}
-		if opts.Limit > 0 && s.Schemas >= opts.Limit {
+		cases = append(cases, c)
+		if opts.Limit > 0 && len(cases) >= opts.Limit {
 			break
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Vocab != nil && opts.Encode != nil {
+		workers = 1
+	}
+	results := make([]caseResult, len(cases))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(len(cases), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = judge(cases[i], opts)
+			}
+		}()
+	}
+	for i := range cases {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	var conv, compiles, vcompiles, masks []float64
+	for i, res := range results {
+		c := cases[i]
+		s.Schemas++
+		conv = append(conv, res.convMS)
+		if res.errKey != "" {
+			s.CompileErrors[res.errKey]++
+			continue
+		}
+		compiles = append(compiles, res.compileMS)
+		if res.compileMS > 100 {
+			s.SlowCompiles = append(s.SlowCompiles, c.Name)
+		}
+		s.Compiled++
+		s.Instances += res.instances
+		s.ValidRejected += res.validRejected
+		s.InvalidAccepted += res.invalidAccepted
+		for range res.validRejected {
+			s.ValidRejectedCases = append(s.ValidRejectedCases, c.Name)
+		}
+		for range res.invalidAccepted {
+			s.InvalidAcceptedCases = append(s.InvalidAcceptedCases, c.Name)
+		}
+		if res.validRejected == 0 && res.invalidAccepted == 0 {
+			s.Passing++
+		}
+		if res.vocabMS > 0 {
+			vcompiles = append(vcompiles, res.vocabMS)
+		}
+		masks = append(masks, res.masks...)
 	}
 	if s.Schemas > 0 {
 		s.PassingPercent = float64(int(1000*float64(s.Passing)/float64(s.Schemas))) / 10
@@ -191,6 +209,52 @@ func Run(r io.Reader, opts Options) (*Summary, error) {
 		s.MaskCount = len(masks)
 	}
 	return s, nil
+}
+
+// judge converts, compiles and judges one case.
+func judge(c Case, opts Options) caseResult {
+	var res caseResult
+	start := time.Now()
+	g, _, err := schema.FromJSONSchema(c.Schema, opts.Schema...)
+	res.convMS = float64(time.Since(start).Microseconds()) / 1000
+	var gr *engine.Grammar
+	if err == nil {
+		var pg *gbnf.Grammar
+		if pg, err = gbnf.Parse(g); err == nil {
+			gr, err = engine.Compile(pg, engine.ByteVocabulary{})
+		}
+	}
+	if err != nil {
+		res.errKey = errorKey(err)
+		return res
+	}
+	res.compileMS = float64(time.Since(start).Microseconds()) / 1000
+	m := gr.NewMatcher()
+	for _, t := range c.Tests {
+		for _, text := range Serializations(t.Data) {
+			res.instances++
+			m.Reset()
+			ok := m.AcceptBytes([]byte(text)) == nil && m.CanEnd()
+			if ok != t.Valid {
+				if t.Valid {
+					res.validRejected++
+				} else {
+					res.invalidAccepted++
+				}
+			}
+		}
+	}
+	if opts.Vocab != nil && opts.Encode != nil {
+		vstart := time.Now()
+		pg, _ := gbnf.Parse(g)
+		tgr, err := engine.Compile(pg, opts.Vocab)
+		if err == nil {
+			tgr.NewMatcher().FillMask(make([]uint32, (opts.Vocab.Size()+31)/32))
+			res.vocabMS = float64(time.Since(vstart).Microseconds())/1000 + res.convMS
+			res.masks = timeMasks(tgr, c, opts)
+		}
+	}
+	return res
 }
 
 // timeMasks fills a mask before each token of each valid instance and returns
