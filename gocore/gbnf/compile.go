@@ -69,8 +69,10 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	if err := checkLeftRecursion(c); err != nil {
 		return nil, err
 	}
-	if err := checkDeadEnds(c); err != nil {
-		return nil, err
+	if !c.p.cfg.allowDeadEnds {
+		if err := checkDeadEnds(c); err != nil {
+			return nil, err
+		}
 	}
 	// The index of written rules grows into the index of all rules at once.
 	index := make(map[string]int, len(c.g.Rules))

@@ -28,10 +28,17 @@ const (
 type Option func(*config)
 
 type config struct {
-	root        string
-	maxRepeat   int
-	maxElements int
+	root          string
+	maxRepeat     int
+	maxElements   int
+	allowDeadEnds bool
 }
+
+// AllowDeadEnds skips the dead-end check, for tools that analyse a grammar rather
+// than run it (the JSON Schema converter uses it to name the schema part that
+// accepts nothing). A grammar parsed with it must not be compiled for decoding
+// unless DeadEnds reports nothing.
+func AllowDeadEnds() Option { return func(c *config) { c.allowDeadEnds = true } }
 
 // WithRoot names the rule the grammar starts from (default "root").
 func WithRoot(name string) Option {

@@ -801,32 +801,11 @@ func numLess(a, b any) bool {
 // "minItems":1} requires an infinitely deep instance): its grammar would let a
 // model start a value it can never finish.
 func (c *conv) checkProductive(text string) error {
-	g, err := gbnf.Parse(text)
+	g, err := gbnf.Parse(text, gbnf.AllowDeadEnds())
 	if err != nil {
 		return &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 	}
-	productive := make([]bool, len(g.Rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.Rules {
-			if productive[i] {
-				continue
-			}
-			for _, alt := range r.Alts {
-				ok := true
-				for _, e := range alt {
-					if e.Kind == gbnf.RuleRef && !productive[e.Rule] || matchesNothing(e) {
-						ok = false
-						break
-					}
-				}
-				if ok {
-					productive[i], changed = true, true
-					break
-				}
-			}
-		}
-	}
+	productive := gbnf.Productive(g)
 	ptrs := make([]string, 0, len(c.refs))
 	for p := range c.refs {
 		ptrs = append(ptrs, p)
@@ -857,7 +836,10 @@ func (c *conv) checkProductive(text string) error {
 		}
 		for _, alt := range g.Rules[r].Alts {
 			for _, e := range alt {
-				if e.Kind == gbnf.RuleRef && !seen[e.Rule] {
+				if e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated) {
+					return c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+				}
+				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
 					seen[e.Rule] = true
 					work = append(work, e.Rule)
 				}
@@ -865,17 +847,6 @@ func (c *conv) checkProductive(text string) error {
 		}
 	}
 	return nil
-}
-
-// matchesNothing reports an element no character matches (an empty class).
-func matchesNothing(e gbnf.Element) bool {
-	if e.Kind != gbnf.Char {
-		return false
-	}
-	if !e.Negated {
-		return len(e.Ranges) == 0
-	}
-	return len(e.Ranges) > 0 && e.Ranges[0].Lo <= 0 && e.Ranges[len(e.Ranges)-1].Hi >= 0x10FFFF && len(gbnf.NormalizeRanges(e.Ranges)) == 1
 }
 
 // rewriteNot expresses "not x" as a positive schema where that is exact:
