@@ -111,6 +111,7 @@ func FuzzGrammarDifferential(f *testing.F) {
 // diffRun is one input of FuzzGrammarDifferential.
 func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 	{
+		start := time.Now()
 		h := fnv.New64a()
 		h.Write(data)
 		r := rand.New(rand.NewSource(int64(h.Sum64())))
@@ -121,9 +122,9 @@ func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 		}
 		// Small stack limits keep every state cheap to check token by token
 		// and reach limit states often (where every side must report the limit).
-		opts := []engine.Option{engine.WithMaxStacks(256)}
+		opts := []engine.Option{engine.WithMaxStacks(64)}
 		if len(data) > 0 && data[0]%4 == 0 {
-			opts = []engine.Option{engine.WithMaxStacks(64)}
+			opts = []engine.Option{engine.WithMaxStacks(16)}
 		}
 		gr, err := engine.Compile(g, v, opts...)
 		if err != nil {
@@ -137,7 +138,6 @@ func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 		// Up to 8 states, each checked in full; no new state after 2 s of wall
 		// time (the fuzzer counts an input over 10 s as a hang, and the machine
 		// may be shared).
-		start := time.Now()
 		for s := 0; s < 8 && time.Since(start) < 2*time.Second; s++ {
 			maskErr := m.FillMask(mask)
 			refErr := m.ReferenceMask(ref)
