@@ -1,8 +1,10 @@
 package bindings
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/tetherlm/tether/gocore/safecall"
@@ -118,11 +120,28 @@ func MatchersFillBitmasks(hs, idx uintptr, n int, buf uintptr, rows, words int) 
 		}
 		for i, err := range errs {
 			if err != nil {
-				return 0, fmt.Errorf("matchers[%d] (bitmask row %d): %w", i, index[i], err)
+				return 0, inRow(err, fmt.Sprintf("matchers[%d] (bitmask row %d): ", i, index[i]))
 			}
 		}
 		return n, nil
 	})
+}
+
+// inRow prefixes an error's message with where it happened, keeping a structured
+// error structured (Python maps it to its exception type by the prefix).
+func inRow(err error, where string) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, structuredPrefix); ok {
+		var s structured
+		if json.Unmarshal([]byte(rest), &s) == nil {
+			s.Message = where + s.Message
+			return s.encode()
+		}
+	}
+	if strings.HasPrefix(msg, "tether internal error") {
+		return fmt.Errorf("%s (%s)", msg, strings.TrimSuffix(where, ": "))
+	}
+	return fmt.Errorf("%s%w", where, err)
 }
 
 // MatcherForcedBytes writes the bytes the grammar forces next (at most max) into the

