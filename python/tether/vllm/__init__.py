@@ -13,7 +13,7 @@ stop tokens exactly when the grammar can end):
 
        import os
        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-       import tether.vllm  # registers "tether" (the entry point does this in vLLM's own processes)
+       import tether.vllm  # registers "tether" here (the entry point does it in vLLM's processes)
        from vllm import LLM, SamplingParams
        from vllm.sampling_params import StructuredOutputsParams
        llm = LLM(model_dir, structured_outputs_config={"backend": "tether"})
@@ -27,8 +27,10 @@ stop tokens exactly when the grammar can end):
        llm = LLM(model_dir, logits_processors=[tether.vllm.TetherLogitsProcessor])
        params = SamplingParams(extra_args={"tether": {"json": schema}})  # or regex / grammar / choice
 
-vLLM itself is imported only when these classes are used: ``import tether.vllm`` is
-cheap, and tether does not depend on vLLM.
+``import tether.vllm`` registers the backend in the importing process (vLLM's offline
+``LLM`` validates its config before it loads plugins, so import this module first);
+it needs vLLM installed. ``import tether`` never imports vLLM, and tether does not
+depend on it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ from typing import Any
 
 from .plugin import register
 from .spec import SPEC_KEYS, grammar_text
+
+try:
+    import vllm as _vllm  # noqa: F401
+except ImportError as exc:  # pragma: no cover - only without vLLM
+    raise ImportError(f"tether.vllm needs vLLM installed ({exc})") from exc
+register()
 
 _LAZY = {
     "TetherBackend": "backend",

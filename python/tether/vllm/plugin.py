@@ -30,9 +30,10 @@ def _allow_name() -> None:
         return
     lit = typing.Literal[(*names, BACKEND)]  # type: ignore[valid-type]
     so.StructuredOutputsBackend = lit  # type: ignore[misc]
+    # pydantic rebuilds the validator from the dataclass field's type.
     cls.__annotations__["backend"] = lit
-    f = cls.__pydantic_fields__["backend"]
-    f.annotation = lit
+    cls.__dataclass_fields__["backend"].type = lit
+    cls.__pydantic_fields__["backend"].annotation = lit
     rebuild_dataclass(cls, force=True)
 
 
