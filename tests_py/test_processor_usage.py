@@ -358,7 +358,7 @@ def test_limit_is_grammar_limit_error() -> None:
     grammar = tether.Grammar(AMBIGUOUS, tok, max_stacks=64)
     proc = tether.GrammarLogitsProcessor(grammar)
     scores = torch.zeros((1, len(tok)))
-    with pytest.raises(tether.GrammarLimitError, match=r"limit stacks \(64\)"):
+    with pytest.raises(tether.GrammarLimitError, match=r"limit stacks \(\d+\)"):
         for n in range(16):
             proc(torch.tensor([[1] + [x] * n]), scores)
     m = grammar.matcher()
@@ -373,7 +373,7 @@ def test_dead_end_raises_instead_of_an_all_inf_row() -> None:
     """A state that allows no token and cannot end raises (at compile time once the
     engine rejects such grammars, or at the step that reaches it), never -inf everywhere."""
     tok = tokenizer_for("llama3")
-    with pytest.raises(tether.GrammarError, match=r"no token is allowed|never|empty|cannot"):
+    with pytest.raises(tether.GrammarError, match=r"no token is allowed|dead end"):
         proc = tether.GrammarLogitsProcessor(r'root ::= "a" [^\x00-\U0010FFFF]', tok)
         run("llama3", [proc], ["Answer:"], max_new=4)
 
@@ -425,3 +425,12 @@ def test_import_without_torch() -> None:
         capture_output=True, text=True, timeout=300,
     )
     assert r.stdout.strip() == "False", "import tether leaves torch alone even when it is installed"
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import tether.grammar
+
+    result = doctest.testmod(tether.grammar, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0

@@ -24,10 +24,9 @@ func (m EngineMatcher) Clone() EngineMatcher {
 }
 
 // FillMask fills mask, or clears it and returns the error that kept it from being
-// exact: an *engine.LimitError for a limit, an internal error otherwise.
+// exact: an *engine.LimitError for a limit, an *InternalError for a fault.
 func (m EngineMatcher) FillMask(mask []uint32) error {
-	m.Matcher.FillMask(mask)
-	if err := m.Err(); err != nil {
+	if err := engineFillMask(m.Matcher, mask, m.maxStacks); err != nil {
 		clear(mask)
 		return limitError(err, m.maxStacks)
 	}
@@ -38,27 +37,13 @@ func (m EngineMatcher) FillMask(mask []uint32) error {
 // follow the token within its stack limit) is an *engine.LimitError, not a rejection:
 // the token may well be grammatical.
 func (m EngineMatcher) AcceptToken(id int) error {
-	before := m.Err()
-	err := m.Matcher.AcceptToken(id)
-	if err != nil {
-		if after := m.Err(); after != nil && after != before {
-			return limitError(after, m.maxStacks)
-		}
-	}
-	return err
+	return engineAccept(m.Matcher, m.maxStacks, func() error { return m.Matcher.AcceptToken(id) })
 }
 
 // AcceptBytes advances by raw text; like AcceptToken, a refusal caused by a limit is an
 // *engine.LimitError.
 func (m EngineMatcher) AcceptBytes(b []byte) error {
-	before := m.Err()
-	err := m.Matcher.AcceptBytes(b)
-	if err != nil {
-		if after := m.Err(); after != nil && after != before {
-			return limitError(after, m.maxStacks)
-		}
-	}
-	return err
+	return engineAccept(m.Matcher, m.maxStacks, func() error { return m.Matcher.AcceptBytes(b) })
 }
 
 // IsLimit reports whether err means a limit or an internal fault kept the engine from
@@ -96,16 +81,13 @@ func limitError(err error, maxStacks int) error {
 	return &engine.LimitError{Limit: "stacks", Value: maxStacks, Msg: err.Error()}
 }
 
-// DefaultMaxStacks is the engine's stack limit when none is given.
-const DefaultMaxStacks = 8192
-
 // Spec names a compiled grammar: the same text, root, triggers and limit over the same
 // vocabulary compile to the same immutable grammar.
 type Spec struct {
 	Src       string
 	Root      string
 	Triggers  *engine.Triggers // nil: not lazy
-	MaxStacks int              // 0: DefaultMaxStacks
+	MaxStacks int              // 0: the engine's default
 }
 
 // Grammar is a compiled grammar with what a processor needs to know of how it was made.
@@ -129,7 +111,7 @@ func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
 		spec.Root = "root"
 	}
 	if spec.MaxStacks <= 0 {
-		spec.MaxStacks = DefaultMaxStacks
+		spec.MaxStacks = engineDefaultMaxStacks
 	}
 	key := cacheKey{v: v, src: spec.Src, root: spec.Root, maxStacks: spec.MaxStacks}
 	if t := spec.Triggers; t != nil {

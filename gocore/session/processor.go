@@ -45,6 +45,7 @@ type Processor struct {
 	mu    sync.Mutex
 	calls map[int64]*call
 	clock uint64
+	idle  []EngineMatcher // root matchers of ended calls, warm for the next call
 
 	rejected atomic.Int64
 }
@@ -52,6 +53,7 @@ type Processor struct {
 // call is one session and its per-width end-of-generation bitset.
 type call struct {
 	mu       sync.Mutex
+	root     EngineMatcher
 	sess     *Session[EngineMatcher]
 	eog      []uint32
 	rejected int // sess.Rejected already added to the processor's count
@@ -95,11 +97,26 @@ func (p *Processor) Reset() {
 // exited). It reports whether there was one.
 func (p *Processor) End(key int64) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.calls[key]
+	c, ok := p.calls[key]
 	delete(p.calls, key)
-	return ok
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	// Once no step of the call runs any more, its root matcher is free for the next.
+	c.mu.Lock()
+	c.sess = nil
+	c.mu.Unlock()
+	p.mu.Lock()
+	if len(p.idle) < maxIdle {
+		p.idle = append(p.idle, c.root)
+	}
+	p.mu.Unlock()
+	return true
 }
+
+// maxIdle bounds the warm root matchers a processor keeps for later calls.
+const maxIdle = 8
 
 // Calls is the number of sessions the processor holds.
 func (p *Processor) Calls() int {
@@ -127,8 +144,14 @@ func (p *Processor) call(key int64, mode StepMode) (*call, error) {
 			m = Call
 		}
 		// Each call gets its own root matcher, so its caches and lock are its own and
-		// calls run in parallel.
-		c = &call{sess: New(p.startFunc(p.g.NewMatcher()), p.g.Vocabulary().IsEOG, m)}
+		// calls run in parallel; an ended call's root (warm transitions) is reused.
+		var root EngineMatcher
+		if n := len(p.idle); n > 0 {
+			root, p.idle = p.idle[n-1], p.idle[:n-1]
+		} else {
+			root = p.g.NewMatcher()
+		}
+		c = &call{root: root, sess: New(p.startFunc(root), p.g.Vocabulary().IsEOG, m)}
 		p.calls[key] = c
 	}
 	c.lastUse = p.clock
@@ -197,6 +220,9 @@ func (p *Processor) step(st Step, f func(c *call) error) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sess == nil {
+		return fmt.Errorf("session: the call under key %d ended while a step of it ran", st.Key)
+	}
 	err = c.sess.Step(st.IDs, st.Batch, st.SeqLen)
 	if d := c.sess.Rejected - c.rejected; d != 0 {
 		p.rejected.Add(int64(d))

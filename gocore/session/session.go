@@ -14,9 +14,10 @@
 // generate call ends and the next begins) a step continues the previous one only when
 // it is exactly one token longer and every row extends a row of that step; anything
 // else starts a new generation whose prompt is the whole input. In Call mode the caller
-// vouches that every step belongs to one generate call: the first step fixes the
-// prompts, and later steps may have any length (assisted decoding checks candidates at
-// several lengths) but must extend those prompts, or Step fails.
+// vouches that the steps belong to one generate call: the first step fixes the prompts,
+// and later steps may have any length (assisted decoding checks candidates at several
+// lengths); an input whose rows do not all begin with those prompts cannot be a step of
+// the call (generate never changes its prompts) and starts a new generation.
 //
 // Processor (processor.go) puts sessions, masks and score rows together for one
 // compiled grammar; this file knows nothing of grammars beyond the Matcher interface.
@@ -48,8 +49,9 @@ const (
 	// doc). A call whose input is exactly the previous step's rows plus one token each
 	// cannot be told from the next step of the same call, and continues it.
 	Free Mode = iota
-	// Call: every step belongs to the generate call whose first step created the
-	// session; inputs that do not extend its prompts are errors.
+	// Call: the steps belong to the generate call whose first step created the
+	// session; they may step back and forth (assisted decoding). Only an input that
+	// does not extend the call's prompts starts over.
 	Call
 )
 
@@ -121,8 +123,8 @@ const hashSeed = 0xcbf29ce484222325
 
 // Step brings every row up to date with ids, a row-major [batch × seqLen] matrix of
 // token ids. After Step, Mask(row) gives each row's allowed tokens. It fails on
-// malformed input, when a row's start state cannot be made, and in Call mode when the
-// input does not continue the call's prompts.
+// malformed input, when a row's start state cannot be made, and when a limit keeps the
+// engine from following a row.
 func (s *Session[M]) Step(ids []int64, batch, seqLen int) error {
 	if batch <= 0 || seqLen < 0 || len(ids) != batch*seqLen {
 		return fmt.Errorf("session: input_ids has %d values, want batch %d × length %d", len(ids), batch, seqLen)
@@ -131,12 +133,7 @@ func (s *Session[M]) Step(ids []int64, batch, seqLen int) error {
 		s.rowSeed = make([]uint64, batch)
 	}
 	s.rowSeed = s.rowSeed[:batch]
-	if s.prev == nil {
-		s.begin(ids, batch, seqLen)
-	} else if err := s.checkContinues(ids, batch, seqLen); err != nil {
-		if s.mode == Call {
-			return err
-		}
+	if s.prev == nil || s.checkContinues(ids, batch, seqLen) != nil {
 		s.begin(ids, batch, seqLen)
 	}
 	s.lastLen = seqLen

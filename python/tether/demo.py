@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     # Compact whitespace keeps the printout readable: a random model otherwise spends its
     # tokens on the (bounded) indentation the default "bounded" mode allows.
     proc = tether.JSONSchemaLogitsProcessor(
-        SCHEMA, tok, whitespace="compact", eos_token_id=model.generation_config.eos_token_id
+        SCHEMA, tok, whitespace="compact", model=model
     )
     print(f"schema → grammar → compiled for {len(tok)} tokens in {1e3 * (time.perf_counter() - t0):.1f} ms")
 

@@ -238,9 +238,13 @@ class Grammar:
     parse stacks one state may hold (default 8192; a state that needs more raises
     :class:`tether.GrammarLimitError` instead of giving an inexact mask).
 
-    >>> g = Grammar('root ::= "yes" | "no"', tok)  # doctest: +SKIP
-    >>> g.matcher().accepts("yes")                  # doctest: +SKIP
-    True
+    >>> import os, pathlib
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+    >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+    >>> g = Grammar('root ::= "yes" | "no"', tok)
+    >>> g.matcher().accepts("yes"), g.matcher().accepts("maybe")
+    (True, False)
     """
 
     def __init__(
@@ -285,9 +289,14 @@ class Grammar:
 class Matcher:
     """One sequence's position in a grammar: feed it tokens or text, ask what may follow.
 
-    >>> m = grammar.matcher()             # doctest: +SKIP
-    >>> m.accept_text('{"a": 1'); m.can_end
+    >>> import os, pathlib
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+    >>> m = Grammar('root ::= "{" [a-z]+ "}"', PreTrainedTokenizerFast(tokenizer_file=str(path))).matcher()
+    >>> m.accept_text("{ab"); m.can_end
     False
+    >>> m.accept_text("}"); m.can_end
+    True
     """
 
     def __init__(self, grammar: Grammar, _handle: int = 0) -> None:

@@ -63,11 +63,10 @@ def _end_session(handles: int | tuple[int, ...], key: int) -> None:
 class _Stream:
     """One generate call's (or one thread's direct calls') key and mask buffer."""
 
-    __slots__ = ("key", "begun", "mask_buf", "__weakref__")
+    __slots__ = ("key", "mask_buf", "__weakref__")
 
     def __init__(self) -> None:
         self.key = next(_keys)
-        self.begun = False
         self.mask_buf: Any = None
 
 
@@ -116,6 +115,8 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
     its prompt extends the last one. Calling the processor directly (outside
     ``generate``) continues the thread's previous call when the input is exactly one
     token longer and extends it, and starts over otherwise; :meth:`reset` forces a start.
+    A ``LogitsProcessorList`` that you call yourself counts as one generate call (a new
+    prompt in it starts over, but call :meth:`reset` before a prompt that extends the last).
 
     **Errors.** Bad shapes, dtypes and widths raise ``ValueError``/``TypeError`` before
     anything runs. A state that allows no token at all raises :class:`tether.GrammarError`
@@ -237,7 +238,10 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         the caller's frames (its LogitsProcessorList), or this thread's direct calls."""
         lst = None
         if _LIST_CALL_CODE is not None:
-            f = sys._getframe(2)
+            try:
+                f: Any = sys._getframe(2)
+            except ValueError:  # called with no Python caller
+                f = None
             for _ in range(3):
                 if f is None:
                     break

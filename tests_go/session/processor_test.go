@@ -109,9 +109,10 @@ func TestProcessorCallModes(t *testing.T) {
 	got, err = applyStep(p, 8, session.CallBegin, append(append([]int64{}, prompt...), tok('a')), "")
 	require.NoError(t, err)
 	assert.Equal(t, "ao", got)
-	// Within a call, an input that does not extend the call's prompt is an error.
-	_, err = applyStep(p, 7, session.CallStep, toks("Other:"), "a")
-	assert.ErrorContains(t, err, "does not begin with a prompt")
+	// Within a call, an input that does not extend the call's prompt starts over.
+	got, err = applyStep(p, 7, session.CallStep, toks("Other:"), "a")
+	require.NoError(t, err)
+	assert.Equal(t, "ao", got)
 	_, err = applyStep(p, 7, session.FreeStep, prompt, "")
 	require.NoError(t, err, "a free step under a call's key replaces it with a free stream")
 	_, err = applyStep(p, 7, session.CallStep, prompt, "a")

@@ -197,10 +197,12 @@ func TestUnseenHistoryIsReplayedInCallMode(t *testing.T) {
 	step(t, s, p, toks("ab"))
 	assert.Zero(t, s.Rejected)
 	assert.Equal(t, 1, s.Starts)
-	// Rows that do not begin with the call's prompt are an error, not a guess.
+	// Rows that do not begin with the call's prompt cannot be a step of the call: a
+	// new generation (a LogitsProcessorList reused by hand for another prompt).
 	ids, b, n := rows([]int64{1}, toks("ab"))
-	assert.ErrorContains(t, s.Step(ids, b, n), "does not begin with a prompt of this generate call")
-	assert.ErrorContains(t, s.Step([]int64{}, 1, 0), "shorter than this generate call's prompt")
+	require.NoError(t, s.Step(ids, b, n))
+	assert.Equal(t, 2, s.Starts)
+	assert.Equal(t, "a", allowedBytes(mask(t, s, 0, eogMask)), "the whole input is the new prompt")
 }
 
 func TestRowsStartWhereTheirPromptSays(t *testing.T) {
