@@ -239,9 +239,10 @@ bench: setup
 bench-model: setup build
 	$(VPY) tests_py/bench_model.py
 
-# Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths).
+# Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths),
+# and one batch bitmask fill of 64 different grammars against 64 single calls.
 bench-py: setup
-	cd tests_py && $(VPY) bench_processor.py
+	cd tests_py && $(VPY) bench_processor.py && $(VPY) bench_bitmask.py
 
 # ---- Demo -------------------------------------------------------------------------------
 # MODEL=<local HF model dir> uses a real model; the default is offline (tiny random model).

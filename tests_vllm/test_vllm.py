@@ -230,7 +230,7 @@ def test_openai_server_response_format(model_dir: Path, tmp_path: Path) -> None:
     env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", OMP_NUM_THREADS="1")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
             "--dtype", "float32", "--enforce-eager", "--kv-cache-memory-bytes", str(256 * 1024 * 1024),
             "--max-model-len", "512", "--structured-outputs-config", json.dumps({"backend": "tether"}),
         ],
