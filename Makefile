@@ -197,6 +197,12 @@ wheel: rustlib tools tokenizers venv
 	   cp $(ROOT)/tests_py/test_notebooks.py $$tmp/nb/tests/; \
 	 cd $$tmp/nb && $$tmp/venv/bin/python -c 'import tether; assert "site-packages" in tether.__file__, tether.__file__' && \
 	   TETHER_TOKENIZERS=$(ROOT)/build/tokenizers $$tmp/venv/bin/python -m pytest -q -p no:cacheprovider --rootdir=$$tmp/nb tests/test_notebooks.py
+	@touch dist/.built
+
+# The wheel, rebuilt (and retested) only when a source changed since the last `make wheel`.
+PY_SOURCES := $(shell find python/tether -name '*.py' -not -path '*/_native/*' 2>/dev/null)
+dist/.built: $(GO_SOURCES) $(PY_SOURCES) pyproject.toml setup.py setup.cfg
+	$(MAKE) wheel
 
 # ---- vLLM -------------------------------------------------------------------------------
 # vLLM (CPU build) lives in its own environment, $(CACHE)/vllm/<key> keyed by
@@ -221,7 +227,7 @@ vllm-env:
 # Offline LLM and the OpenAI server on 127.0.0.1, each a mixed batch of tether-constrained
 # and free requests, every constrained output checked (json + jsonschema, re.fullmatch,
 # the GBNF matcher); prints tok/s with and without tether from the same run.
-test-vllm: wheel vllm-env tokenizers
+test-vllm: dist/.built vllm-env tokenizers
 	rm -rf $(VLLM_VENV)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	@site=$$($(VLLM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
