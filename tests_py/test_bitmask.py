@@ -199,3 +199,12 @@ def test_limit_in_a_batch_is_grammar_limit_error_and_clears_only_that_row() -> N
             m.accept_token(x)
     assert not mask[1].any(), "the failing row is cleared, never left with a partial mask"
     assert mask[0].any()
+
+
+def test_bitmask_docstring_examples_run() -> None:
+    import doctest
+
+    import tether.bitmask
+
+    result = doctest.testmod(tether.bitmask, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0

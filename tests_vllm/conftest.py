@@ -42,6 +42,12 @@ def build_model(dest: Path) -> Path:
     tok = PreTrainedTokenizerFast(
         tokenizer_file=str(src / "tokenizer.json"), bos_token="<|begin_of_text|>", eos_token="<|eot_id|>"
     )
+    # A Llama-3 style chat template, for the server's chat completions.
+    tok.chat_template = (
+        "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+        "{{ m['content'] }}<|eot_id|>{% endfor %}"
+        "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+    )
     torch.manual_seed(0)
     cfg = LlamaConfig(
         vocab_size=len(tok),

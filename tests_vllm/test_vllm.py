@@ -286,3 +286,12 @@ def test_openai_server_response_format(model_dir: Path, tmp_path: Path) -> None:
 def _get_model(base: str) -> str:
     with urllib.request.urlopen(base + "/v1/models", timeout=30) as r:
         return json.loads(r.read())["data"][0]["id"]
+
+
+def test_spec_docstring_examples_run() -> None:
+    import doctest
+
+    import tether.vllm.spec
+
+    result = doctest.testmod(tether.vllm.spec, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 2 and result.failed == 0

@@ -8,7 +8,7 @@ CPU and C-contiguous (copy it to the GPU yourself, or let :func:`apply_token_bit
 do it).
 
 >>> import numpy as np
->>> mask = allocate_token_bitmask(2, 70)
+>>> mask = allocate_token_bitmask(2, 70, torch=False)
 >>> mask.shape, mask.dtype
 ((2, 3), dtype('int32'))
 >>> unpack_token_bitmask(np.array([[5, 0, 0]], dtype=np.int32), 70)[0, :4].tolist()
