@@ -25,7 +25,7 @@ DEV = ROOT.parent / "shared" / "jsonschemabench" / "maskbench-dev.jsonl"
 
 
 @lru_cache(maxsize=None)
-def dev_sample(n: int = 8, seed: int = 15) -> list[tuple[str, dict, object]]:
+def dev_sample(n: int = 6, seed: int = 15) -> list[tuple[str, dict, object]]:
     """n (name, schema, valid instance) triples from the dev split whose schema tether
     compiles, picked at random (fixed seed) among schemas with a valid instance."""
     path = DEV if DEV.exists() else ROOT / "shared" / "jsonschemabench" / "maskbench-dev.jsonl"
@@ -80,7 +80,7 @@ def test_bitmask_equals_allowed_token_ids_on_dev_instances() -> None:
     vocab = tether.Vocabulary.from_hf(tok)
     eos = vocab.eog_token_ids[0]
     sample = dev_sample()
-    assert len(sample) >= 8
+    assert len(sample) >= 6
     steps = 0
     for name, schema, data in sample:
         gbnf, _ = tether.json_schema_to_gbnf(schema)
@@ -102,7 +102,7 @@ def test_bitmask_equals_allowed_token_ids_on_dev_instances() -> None:
             m.accept_token(t)
             steps += 1
         assert m.is_terminated()
-    assert steps > 150, steps
+    assert steps > 100, steps
 
 
 def test_batch_of_different_grammars_equals_single_fills() -> None:

@@ -194,7 +194,8 @@ def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm) -> None:
     eot = tok.convert_tokens_to_ids("<|eot_id|>")
     eot_text = tok.convert_tokens_to_ids("<|end_of_text|>")
     g = backend.compile_grammar(StructuredOutputOptions.REGEX, r"ab(c|d)", stop_token_ids={eot})
-    ids = tok.encode("abc", add_special_tokens=False)
+    ids = [tok.convert_tokens_to_ids("ab"), tok.convert_tokens_to_ids("c")]  # two tokens: "ab", "c"
+    d = tok.convert_tokens_to_ids("d")
     mask = backend.allocate_token_bitmask(4)
     assert mask.dtype == torch.int32 and mask.shape == (4, (cfg.model_config.get_vocab_size() + 31) // 32)
     assert g.validate_tokens(ids + [eot]) == ids + [eot] and g.num_processed_tokens == 0
@@ -207,7 +208,8 @@ def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm) -> None:
     assert g.accept_tokens("r", [eot]) and g.is_terminated()
     g.rollback(2)  # speculative decoding rejected the last two tokens
     assert not g.is_terminated() and g.num_processed_tokens == len(ids) - 1
-    assert g.validate_tokens(tok.encode("d", add_special_tokens=False) + [eot])
+    assert g.validate_tokens([d, eot, d]) == [d, eot], "validation stops at termination"
+    assert g.accept_tokens("r", [d, eot]) and g.is_terminated()
     g.reset()
     assert g.num_processed_tokens == 0 and g.validate_tokens(ids) == ids
 
