@@ -44,14 +44,15 @@ GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench bench-py bench-model
+        tools rustlib venv tokenizers native bench bench-py bench-model vllm-env test-vllm
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
 	@echo "make build   the tether CLI at build/bin/tether"
 	@echo "make test    setup + build, go test ./..., pytest tests_py, notebooks"
 	@echo "make demo    setup + build, then the end-to-end demo"
-	@echo "make wheel   pip install . into a fresh virtual environment and import it"
+	@echo "make wheel   build dist/tether-*.whl; install and test it where Go, cargo and cc are hidden"
+	@echo "make test-vllm  the vLLM environment (cached), then tether inside vLLM: offline and server"
 	@echo "make bench   Go benchmarks"
 	@echo "make clean   remove build output in this clone (the cache in $(CACHE) stays)"
 
@@ -162,15 +163,29 @@ test-py: setup build
 test-notebooks: setup
 	$(VPY) -m pytest -q tests_py/test_notebooks.py
 
-# What a user does: `pip install .` into a fresh virtual environment (pip builds the Go
-# extension through setup.py, with build isolation), then use it from outside the checkout:
-# a tokenizer round trip, then the quickstart notebook against the installed package.
+# A binary wheel, dist/tether-<version>-<python>-<platform>.whl, with the Go extension
+# inside (built here with Go, gopy, a C compiler and the Rust library), then what a user
+# does with it on a machine that has none of those: install it into a fresh virtual
+# environment with a PATH that hides go, cargo, rustc and every C compiler, and run a
+# tokenizer round trip and the quickstart notebook against the installed package.
 # torch and transformers come from the shared cache through a .pth file (as in .venv)
 # rather than a second multi-GB download; tether itself comes only from the wheel.
+WHEEL_GLOB := dist/tether-*.whl
 wheel: rustlib tools tokenizers venv
+	rm -rf dist python/build
+	PATH=$(BIN):$$PATH $(VPY) -m pip wheel --no-input -q --no-deps --no-build-isolation -w dist .
+	@ls $(WHEEL_GLOB)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	 $(PYTHON) -m venv $$tmp/venv; \
-	 $$tmp/venv/bin/python -m pip install --no-input -q . ; \
+	 mkdir -p $$tmp/nocc; \
+	 for d in /usr/bin /bin; do for f in $$d/*; do n=$$(basename $$f); \
+	   case $$n in *gcc*|*g++*|cc|c++|cpp|cpp-*|*-cpp*|c89*|c99*|clang*|tcc|go|gofmt|cargo|rustc|ld|ld.*|*-ld|as|*-as) continue;; esac; \
+	   [ -e $$tmp/nocc/$$n ] || ln -s $$f $$tmp/nocc/$$n; done; done; \
+	 export PATH=$$tmp/venv/bin:$$tmp/nocc; \
+	 for t in go cargo rustc gcc cc c++ clang; do if command -v $$t >/dev/null; then echo "PATH still has $$t"; exit 1; fi; done; \
+	 echo "installing $$(ls $(ROOT)/$(WHEEL_GLOB)) with no Go, cargo or C compiler on PATH"; \
+	 $$tmp/venv/bin/python -m pip install --no-input -q --no-deps --no-index $(ROOT)/$(WHEEL_GLOB); \
+	 $$tmp/venv/bin/python -m pip install --no-input -q "$$(grep -m1 '^numpy' $(ROOT)/python/requirements-dev.txt)"; \
 	 cd $$tmp && $$tmp/venv/bin/python -c 'import tether, sys; \
 	   t = tether.Tokenizer.from_file(sys.argv[1]); ids = t.encode("Hello, world!"); \
 	   assert ids == [9906, 11, 1917, 0] and t.decode(ids) == "Hello, world!", ids; \
@@ -182,6 +197,45 @@ wheel: rustlib tools tokenizers venv
 	   cp $(ROOT)/tests_py/test_notebooks.py $$tmp/nb/tests/; \
 	 cd $$tmp/nb && $$tmp/venv/bin/python -c 'import tether; assert "site-packages" in tether.__file__, tether.__file__' && \
 	   TETHER_TOKENIZERS=$(ROOT)/build/tokenizers $$tmp/venv/bin/python -m pytest -q -p no:cacheprovider --rootdir=$$tmp/nb tests/test_notebooks.py
+	@touch dist/.built
+
+# The wheel, rebuilt (and retested) only when a source changed since the last `make wheel`.
+PY_SOURCES := $(shell find python/tether -name '*.py' -not -path '*/_native/*' 2>/dev/null)
+dist/.built: $(GO_SOURCES) $(PY_SOURCES) pyproject.toml setup.py setup.cfg
+	$(MAKE) wheel
+
+# ---- vLLM -------------------------------------------------------------------------------
+# vLLM (CPU build) lives in its own environment, $(CACHE)/vllm/<key> keyed by
+# tests_vllm/requirements-vllm.txt (it needs an older transformers than .venv), built by
+# tests_vllm/make_env.sh under a lock (~5 min, ~6 GB cold). .venv-vllm is this clone's
+# small environment over it with this clone's wheel installed, so vLLM finds tether's
+# plugin entry point exactly as a user's installation would.
+VLLM_KEY := $(shell (cat tests_vllm/requirements-vllm.txt; echo "$(PY_VERSION)"; uname -m) | sha256sum | cut -c1-16)
+VLLM_DIR := $(CACHE)/vllm/$(VLLM_KEY)
+VLLM_VENV := $(ROOT)/.venv-vllm
+
+vllm-env:
+	@mkdir -p $(CACHE)/vllm
+	@if [ ! -f $(VLLM_DIR)/.complete ]; then \
+	  echo "building the vLLM environment into $(VLLM_DIR) — ~5 minutes and ~6 GB when cold"; \
+	  flock $(CACHE)/vllm/.lock bash -euc ' \
+	    if [ ! -f $(VLLM_DIR)/.complete ]; then \
+	      nice tests_vllm/make_env.sh $(VLLM_DIR) $(PYTHON); touch $(VLLM_DIR)/.complete; \
+	    fi'; \
+	fi
+
+# Offline LLM and the OpenAI server on 127.0.0.1, each a mixed batch of tether-constrained
+# and free requests, every constrained output checked (json + jsonschema, re.fullmatch,
+# the GBNF matcher); prints tok/s with and without tether from the same run.
+test-vllm: dist/.built vllm-env tokenizers
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	@site=$$($(VLLM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 deps=$$($(VLLM_DIR)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	 echo "import site; site.addsitedir('$$deps')" > $$site/00-vllm-deps.pth
+	$(VLLM_VENV)/bin/python -m pip install --no-input -q --no-deps --no-index $(WHEEL_GLOB)
+	cd tests_vllm && VLLM_ENABLE_V1_MULTIPROCESSING=0 OMP_NUM_THREADS=1 TETHER_TOKENIZERS=$(ROOT)/build/tokenizers \
+	  $(VLLM_VENV)/bin/python -m pytest -q -s -p no:cacheprovider --rootdir=. .
 
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
@@ -192,9 +246,10 @@ bench: setup
 bench-model: setup build
 	$(VPY) tests_py/bench_model.py $(BENCH_MODEL_ARGS)
 
-# Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths).
+# Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths),
+# and one batch bitmask fill of 64 different grammars against 64 single calls.
 bench-py: setup
-	cd tests_py && $(VPY) bench_processor.py
+	cd tests_py && $(VPY) bench_processor.py && $(VPY) bench_bitmask.py
 
 # ---- Demo -------------------------------------------------------------------------------
 # MODEL=<local HF model dir> uses a real model; the default is offline (tiny random model).
@@ -202,7 +257,7 @@ demo: setup build
 	$(VPY) -m tether.demo $(if $(MODEL),--model $(MODEL))
 
 clean:
-	rm -rf build .venv $(NATIVE) python/build python/*.egg-info *.egg-info dist
+	rm -rf build .venv .venv-vllm $(NATIVE) python/build python/*.egg-info *.egg-info dist
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # Also drop the shared cache (every clone on this machine rebuilds from scratch).

@@ -27,6 +27,7 @@ from .grammar import (
     json_schema_to_gbnf,
     regex_to_gbnf,
 )
+from .bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks, unpack_token_bitmask
 from .sampling import ParamError, SamplerChain
 from .tokenizer import Tokenizer
 
@@ -76,7 +77,11 @@ __all__ = [
     "Triggers",
     "Vocabulary",
     "__version__",
+    "allocate_token_bitmask",
     "allowed_token_ids",
+    "apply_token_bitmask",
+    "fill_next_token_bitmasks",
     "json_schema_to_gbnf",
     "regex_to_gbnf",
+    "unpack_token_bitmask",
 ]

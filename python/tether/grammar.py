@@ -175,6 +175,7 @@ class Vocabulary:
     def __init__(self, handle: int, eog: list[int], size: int) -> None:
         self._handle = handle
         self.eog_token_ids: list[int] = eog
+        self._eog_set = frozenset(eog)
         self.size: int = size  # token ids the tokenizer defines
 
     def __len__(self) -> int:
@@ -320,18 +321,29 @@ class Matcher:
         if not isinstance(grammar, Grammar):
             raise TypeError(f"Matcher takes a tether.Grammar, not {type(grammar).__name__}")
         self.grammar = grammar
+        # One entry per accepted step (accept_token / accept_text), True where the step
+        # was an end-of-generation token: is_terminated() and rollback() read it.
+        self._steps: list[bool] = []
         self._handle = _handle or call(native.bindings_MatcherNew, grammar._handle, error=GrammarError)
 
     def accept_token(self, token_id: int) -> None:
         """Advance by one token; GrammarError says why it is not allowed (state unchanged).
-        A token id must be an int (TypeError otherwise)."""
-        call(native.bindings_MatcherAcceptToken, self._handle, _token_id(token_id, "token_id"), error=GrammarError)
+        A token id must be an int (TypeError otherwise). After an end-of-generation token
+        the matcher is terminated (:meth:`is_terminated`) and accepts nothing more."""
+        tid = _token_id(token_id, "token_id")
+        if self._steps and self._steps[-1]:
+            raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
+        call(native.bindings_MatcherAcceptToken, self._handle, tid, error=GrammarError)
+        self._steps.append(tid in self.grammar.vocab._eog_set)
 
     def accept_text(self, text: str) -> None:
         """Advance by the UTF-8 bytes of text; GrammarError says where it was rejected."""
         if not isinstance(text, str):
             raise TypeError(f"accept_text takes a str, not {type(text).__name__}")
+        if self._steps and self._steps[-1]:
+            raise GrammarError("text after the end-of-generation token that terminated the matcher")
         call(native.bindings_MatcherAcceptText, self._handle, text, error=GrammarError)
+        self._steps.append(False)
 
     def accepts(self, text: str) -> bool:
         """Whether text (from the current state) is accepted, leaving this matcher unchanged."""
@@ -352,6 +364,63 @@ class Matcher:
         call(native.bindings_MatcherFillMask, self._handle, words.ctypes.data, words.size, error=TetherError)
         return allowed_token_ids(words, n)
 
+    def accept_tokens(self, token_ids: Iterable[int]) -> None:
+        """Advance by several tokens; all or nothing: when one is refused, the tokens this
+        call accepted are rolled back and :class:`tether.GrammarError` names the refused one."""
+        ids = _id_list(token_ids, "token_ids")
+        done = 0
+        try:
+            for t in ids:
+                self.accept_token(t)
+                done += 1
+        except TetherError:
+            if done:
+                self.rollback(done)
+            raise
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> int:
+        """Write the tokens allowed next into row ``index`` of ``bitmask``, an int32 torch
+        tensor or numpy array ``[batch, ceil(vocab_size/32)]`` on the CPU (xgrammar's
+        layout: bit ``i % 32`` of word ``i // 32`` is token ``i``, least significant bit
+        first). End-of-generation tokens are allowed exactly when the grammar can end;
+        columns past the tokenizer (a model's padding ids) are cleared. Returns the number
+        of allowed tokens; :class:`tether.GrammarLimitError` (and a cleared row) when a
+        limit prevents an exact mask.
+
+        >>> mask = tether.allocate_token_bitmask(1, len(tok))         # doctest: +SKIP
+        >>> m.fill_next_token_bitmask(mask)                           # doctest: +SKIP
+        """
+        from .bitmask import _buffer
+
+        addr, rows, words = _buffer(bitmask)
+        i = _token_id(index, "index")
+        if i >= rows:
+            raise IndexError(f"index {i} outside a bitmask of {rows} rows")
+        return call(native.bindings_MatcherFillBitmask, self._handle, addr, rows, words, i, error=TetherError)
+
+    def is_terminated(self) -> bool:
+        """Whether the last accepted token ended generation (an end-of-generation token
+        the grammar allowed). A terminated matcher accepts nothing until rolled back or
+        reset."""
+        return bool(self._steps) and self._steps[-1]
+
+    def forced_text(self, max_bytes: int = 256) -> str:
+        """The text the grammar forces next (jump-forward decoding): the longest string every
+        continuation begins with, at most ``max_bytes`` bytes. Empty where the grammar could
+        end or go more than one way, and for a lazy grammar awaiting its trigger. A UTF-8
+        character only partly forced is left out. The matcher is not changed.
+
+        >>> g = Grammar('root ::= "{\\"name\\": " [a-z]+ "}"', tok)   # doctest: +SKIP
+        >>> g.matcher().forced_text()                                 # doctest: +SKIP
+        '{"name": '
+        """
+        n = _token_id(max_bytes, "max_bytes")
+        if n == 0 or self.is_terminated():
+            return ""
+        buf = np.zeros(n, dtype=np.uint8)
+        k = call(native.bindings_MatcherForcedBytes, self._handle, buf.ctypes.data, n, error=TetherError)
+        return bytes(buf[:k]).decode("utf-8", errors="ignore") if k else ""
+
     def _state(self) -> dict[str, bool]:
         return json.loads(call(native.bindings_MatcherState, self._handle, error=TetherError))
 
@@ -367,15 +436,21 @@ class Matcher:
 
     def clone(self) -> Matcher:
         """An independent copy."""
-        return Matcher(self.grammar, call(native.bindings_MatcherClone, self._handle, error=TetherError))
+        m = Matcher(self.grammar, call(native.bindings_MatcherClone, self._handle, error=TetherError))
+        m._steps = list(self._steps)
+        return m
 
     def reset(self) -> None:
         """Back to the start of the grammar."""
         call(native.bindings_MatcherReset, self._handle, error=TetherError)
+        self._steps.clear()
 
     def rollback(self, n: int = 1) -> None:
-        """Undo the last n accepted tokens."""
-        call(native.bindings_MatcherRollback, self._handle, _token_id(n, "n"), error=GrammarError)
+        """Undo the last n accepted steps (tokens, or :meth:`accept_text` calls)."""
+        k = _token_id(n, "n")
+        call(native.bindings_MatcherRollback, self._handle, k, error=GrammarError)
+        if k:
+            del self._steps[-k:]
 
     def __del__(self) -> None:
         _release(self, native.bindings_MatcherClose)

@@ -10,7 +10,7 @@ import itertools
 import sys
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import GrammarError, TetherError
@@ -51,12 +51,13 @@ def _go_dtype(dtype: Any) -> str | None:
     return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype)
 
 
-def _end_session(handle: int, key: int) -> None:
-    """Drop a finished call's Go session (from a weakref callback: never raises)."""
-    try:
-        native.bindings_ProcessorEnd(handle, key)
-    except Exception:
-        pass
+def _end_session(handles: int | tuple[int, ...], key: int) -> None:
+    """Drop a finished call's Go sessions (from a weakref callback: never raises)."""
+    for handle in handles if isinstance(handles, tuple) else (handles,):
+        try:
+            native.bindings_ProcessorEnd(handle, key)
+        except Exception:
+            pass
 
 
 class _Stream:
@@ -84,7 +85,10 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
 
     Args:
         grammar: GBNF text (llama.cpp's dialect), or a compiled :class:`tether.Grammar`
-            (then ``tokenizer`` may be left out; ``max_stacks`` is set on the Grammar).
+            (then ``tokenizer`` may be left out; ``max_stacks`` is set on the Grammar);
+            or a list of them, **one per prompt row**: row ``i`` of the prompts follows
+            ``grammar[i]``, and the rows ``generate`` makes from it (``num_return_sequences``,
+            beams) follow it too. The batch must then be a multiple of the list's length.
         tokenizer: a transformers fast tokenizer, or a :class:`tether.Vocabulary`.
         root: the start rule (default ``"root"``).
         triggers: a :class:`tether.Triggers` makes the grammar lazy: free text until a
@@ -134,7 +138,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
 
     def __init__(
         self,
-        grammar: str | Grammar,
+        grammar: str | Grammar | Sequence[str | Grammar],
         tokenizer: Any = None,
         *,
         root: str = "root",
@@ -160,6 +164,37 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             eos = _id_list(eos_token_id, "eos_token_id")
         elif generation_config is not None:
             eos = _generation_eos(generation_config)
+        if isinstance(grammar, (list, tuple)):
+            # One grammar per prompt row (see the class docstring).
+            if not grammar:
+                raise ValueError("grammar is an empty list: give one grammar per prompt row")
+            self.grammars: list[Grammar] = [
+                self._compile(g, tokenizer, eos, root, triggers) for g in grammar
+            ]
+            if any(g.vocab is not self.grammars[0].vocab for g in self.grammars):
+                raise ValueError("the grammars of one processor must share one tokenizer (one tether.Vocabulary)")
+            self.grammar = self.grammars[0]
+        else:
+            self.grammar = self._compile(grammar, tokenizer, eos, root, triggers)
+            self.grammars = [self.grammar]
+        self.vocab: Vocabulary = self.grammar.vocab
+        if self._width is not None and self._width < self.vocab.size:
+            raise ValueError(
+                f"the model's vocabulary ({self._width} ids) is smaller than the tokenizer's "
+                f"({self.vocab.size}): the tokenizer does not belong to this model"
+            )
+        self._handles: tuple[int, ...] = tuple(
+            call(native.bindings_ProcessorNew, g._handle, error=GrammarError) for g in self.grammars
+        )
+        self._handle = self._handles[0]
+        self._lock = threading.Lock()  # guards _calls (Go has its own locks)
+        self._calls: dict[int, tuple[weakref.ref[Any], _Stream]] = {}
+        self._local = threading.local()
+
+    def _compile(
+        self, grammar: str | Grammar, tokenizer: Any, eos: list[int] | None, root: str, triggers: Triggers | None
+    ) -> Grammar:
+        """A compiled Grammar from GBNF text or a Grammar, checked against the arguments."""
         if isinstance(grammar, Grammar):
             if tokenizer is not None and _vocabulary(tokenizer, type(self).__name__) is not grammar.vocab:
                 raise ValueError("the tokenizer differs from the one the Grammar was compiled for")
@@ -170,7 +205,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 )
             if root != "root" or triggers is not None:
                 raise ValueError("root= and triggers= belong to the Grammar when a Grammar is given")
-            self.grammar = grammar
+            return grammar
         else:
             if not isinstance(grammar, str):
                 raise TypeError(f"grammar must be GBNF text (str) or a tether.Grammar, not {type(grammar).__name__}")
@@ -182,30 +217,21 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                     vocab = Vocabulary.from_hf(tokenizer, eos)
                 elif sorted(set(eos)) != vocab.eog_token_ids:
                     raise ValueError("a tether.Vocabulary has its end tokens: give the tokenizer instead to set them")
-            self.grammar = Grammar(grammar, vocab, root, triggers)
-        self.vocab: Vocabulary = self.grammar.vocab
-        if self._width is not None and self._width < self.vocab.size:
-            raise ValueError(
-                f"the model's vocabulary ({self._width} ids) is smaller than the tokenizer's "
-                f"({self.vocab.size}): the tokenizer does not belong to this model"
-            )
-        self._handle = call(native.bindings_ProcessorNew, self.grammar._handle, error=GrammarError)
-        self._lock = threading.Lock()  # guards _calls (Go has its own locks)
-        self._calls: dict[int, tuple[weakref.ref[Any], _Stream]] = {}
-        self._local = threading.local()
+            return Grammar(grammar, vocab, root, triggers)
 
     @property
     def rejected(self) -> int:
         """How many tokens chosen by generate were not allowed by the grammar (another
         processor overrode the mask), over all calls since the processor was made or reset."""
-        return call(native.bindings_ProcessorRejected, self._handle, error=TetherError)
+        return sum(call(native.bindings_ProcessorRejected, h, error=TetherError) for h in self._handles)
 
     def reset(self) -> None:
         """Forget all calls: the next direct call starts a new generation."""
         with self._lock:
             self._calls.clear()
         self._local = threading.local()
-        call(native.bindings_ProcessorReset, self._handle, error=TetherError)
+        for h in self._handles:
+            call(native.bindings_ProcessorReset, h, error=TetherError)
 
     def _stream(self) -> tuple[_Stream, int]:
         """The stream this call belongs to and the step mode: the generate call found in
@@ -229,7 +255,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 if entry is not None and entry[0]() is lst:
                     return entry[1], _MODE_STEP
                 s = _Stream()
-                handle, calls, lid = self._handle, self._calls, id(lst)
+                handle, calls, lid = self._handles, self._calls, id(lst)
 
                 def ended(ref: Any, s: _Stream = s) -> None:
                     e = calls.get(lid)
@@ -243,7 +269,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         if s is None:
             s = _Stream()
             self._local.stream = s
-            weakref.finalize(s, _end_session, self._handle, s.key)
+            weakref.finalize(s, _end_session, self._handles, s.key)
         return s, _MODE_FREE
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
@@ -304,29 +330,43 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         ids = input_ids
         if ids.device.type != "cpu" or ids.dtype != torch.int64 or not ids.is_contiguous():
             ids = ids.detach().to(device="cpu", dtype=torch.int64).contiguous()
+        groups = len(self._handles)
+        if batch % groups:
+            raise ValueError(
+                f"input_ids has {batch} rows, not a multiple of the {groups} grammars (one per "
+                "prompt row; num_return_sequences and beams multiply the rows)"
+            )
+        per = batch // groups  # rows of one prompt: its return sequences or beams
         stream, mode = self._stream()
         dtype = _go_dtype(scores.dtype)
         if scores.device.type == "cpu" and dtype is not None:
-            # CPU: one Go call finds each row's state and copies the row with -inf where
-            # masked, in one pass.
+            # CPU: one Go call per grammar finds each row's state and copies the row with
+            # -inf where masked, in one pass.
             src = scores.contiguous()
             out = src if self.inplace and src is scores else torch.empty_like(src)
-            call(
-                native.bindings_ProcessorStepApply, self._handle, stream.key, mode,
-                ids.data_ptr(), ids.numel(), batch, seq_len,
-                src.data_ptr(), out.data_ptr(), src.numel(), width, dtype,
-                error=TetherError,
-            )
+            size = src.element_size()
+            for g, h in enumerate(self._handles):
+                r0 = g * per
+                call(
+                    native.bindings_ProcessorStepApply, h, stream.key, mode,
+                    ids.data_ptr() + r0 * seq_len * 8, per * seq_len, per, seq_len,
+                    src.data_ptr() + r0 * width * size, out.data_ptr() + r0 * width * size,
+                    per * width, width, dtype,
+                    error=TetherError,
+                )
             return out
         # GPU (or another dtype): Go fills a CPU bitmask (pinned for CUDA); torch copies
         # it over and applies it, so the scores never leave the device.
         words = (width + 31) // 32
         buf = self._mask_buffer(stream, batch, words, scores.device)
-        call(
-            native.bindings_ProcessorFillMasks, self._handle, stream.key, mode,
-            ids.data_ptr(), ids.numel(), batch, seq_len, buf.data_ptr(), buf.numel(), width,
-            error=TetherError,
-        )
+        for g, h in enumerate(self._handles):
+            r0 = g * per
+            call(
+                native.bindings_ProcessorFillMasks, h, stream.key, mode,
+                ids.data_ptr() + r0 * seq_len * 8, per * seq_len, per, seq_len,
+                buf.data_ptr() + r0 * words * 4, per * words, width,
+                error=TetherError,
+            )
         allowed = _unpack(buf.to(scores.device, non_blocking=True), width)
         return scores.masked_fill(~allowed, float("-inf"))
 
@@ -342,6 +382,11 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         return buf[:batch]
 
     def __del__(self) -> None:
+        for h in getattr(self, "_handles", ())[1:]:
+            try:
+                native.bindings_ProcessorClose(h)
+            except Exception:
+                pass
         _release(self, native.bindings_ProcessorClose)
 
 
@@ -367,7 +412,8 @@ def _model_width(model: Any) -> int | None:
 class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
     """Constrain ``model.generate`` to JSON that validates against a JSON Schema.
 
-    ``schema`` is a dict, JSON text, or a pydantic model class. Options (the same, with the
+    ``schema`` is a dict, JSON text, or a pydantic model class; or a list of them, one per
+    prompt row (see :class:`GrammarLogitsProcessor`). Options (the same, with the
     same defaults, as :func:`tether.json_schema_to_gbnf` and ``tether gbnf``):
 
     - ``whitespace``: ``"bounded"`` (default: a space or a newline with limited
@@ -385,7 +431,7 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
 
     def __init__(
         self,
-        schema: Mapping[str, Any] | str | type,
+        schema: Mapping[str, Any] | str | type | Sequence[Mapping[str, Any] | str | type],
         tokenizer: Any,
         *,
         whitespace: str = DEFAULT_WHITESPACE,
@@ -397,9 +443,16 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
         generation_config: Any = None,
         inplace: bool = False,
     ) -> None:
-        gbnf, self.ignored = json_schema_to_gbnf(
-            schema, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects
-        )
+        many = isinstance(schema, (list, tuple))
+        converted = [
+            json_schema_to_gbnf(one, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects)
+            for one in (schema if many else [schema])
+        ]
+        if many and not converted:
+            raise ValueError("schema is an empty list: give one schema per prompt row")
+        #: keywords ignored with ``lenient=True`` (per schema when a list was given)
+        self.ignored: Any = [c[1] for c in converted] if many else converted[0][1]
+        gbnf: Any = [c[0] for c in converted] if many else converted[0][0]
         super().__init__(
             gbnf, tokenizer, triggers=triggers, eos_token_id=eos_token_id, model=model,
             generation_config=generation_config, inplace=inplace,
@@ -408,12 +461,13 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
 
 class RegexLogitsProcessor(GrammarLogitsProcessor):
     r"""Constrain ``model.generate`` to text that fully matches a regular expression
-    (Go RE2 syntax), e.g. ``RegexLogitsProcessor(r"\d{3}-\d{4}", tok)``. The other
+    (Go RE2 syntax), e.g. ``RegexLogitsProcessor(r"\d{3}-\d{4}", tok)``, or a list of
+    patterns, one per prompt row. The other
     arguments are :class:`GrammarLogitsProcessor`'s."""
 
     def __init__(
         self,
-        pattern: str,
+        pattern: str | Sequence[str],
         tokenizer: Any,
         *,
         triggers: Triggers | None = None,
@@ -423,7 +477,8 @@ class RegexLogitsProcessor(GrammarLogitsProcessor):
         inplace: bool = False,
     ) -> None:
         super().__init__(
-            regex_to_gbnf(pattern), tokenizer, triggers=triggers, eos_token_id=eos_token_id,
+            [regex_to_gbnf(p) for p in pattern] if isinstance(pattern, (list, tuple)) else regex_to_gbnf(pattern),
+            tokenizer, triggers=triggers, eos_token_id=eos_token_id,
             model=model, generation_config=generation_config, inplace=inplace,
         )
 
