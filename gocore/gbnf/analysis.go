@@ -59,7 +59,7 @@ func Productive(g *Grammar) []bool {
 		switch e.Kind {
 		case Char:
 			return true, !ClassEmpty(e.Ranges, e.Negated)
-		case Token:
+		case Token, Except:
 			return true, true
 		}
 		return false, false

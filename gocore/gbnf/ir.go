@@ -33,6 +33,8 @@ type Element struct {
 	Rule    int     // RuleRef: index into Grammar.Rules
 	Token   int     // Token: the id, or -1 when Name is set
 	Name    string  // Token: a named special token, e.g. "<|eot_id|>"
+	// Literals: Except (bnf dialect): the excepted literals, when Rule is -1.
+	Literals [][]byte
 }
 
 // Sequence is one alternative: elements matched one after another. An empty
