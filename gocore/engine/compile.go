@@ -279,6 +279,12 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					gr.elems = append(gr.elems, elem{op: opRef, arg: int32(e.Rule)})
 				case gbnf.Token:
+					if e.Token == gbnf.AnyToken && e.Name == "" {
+						// bnf_sampler's <any!>: any token but none (see tokenelems.go).
+						gr.hasToken = true
+						gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: anyTokenArg})
+						break
+					}
 					id := e.Token
 					if e.Name != "" {
 						var ok bool

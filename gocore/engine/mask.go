@@ -82,7 +82,7 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		m.fillAll(mask, limit, false)
 		if len(p.neg) == 1 {
 			n := p.neg[0]
-			if int(n) < limit {
+			if n >= 0 && int(n) < limit {
 				mask[n>>5] &^= 1 << (uint32(n) & 31)
 			}
 		}
