@@ -40,7 +40,7 @@ func rewriteLeftRecursion(c *compiler) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	rw := &rewriter{c: c, nullable: Nullable(c.g), plus: map[int]int{}}
+	rw := &rewriter{c: c, nullable: Nullable(c.g), consumes: canConsume(c.g), plus: map[int]int{}}
 	// Step 1: leading nullable references, in the left-recursive rules.
 	for _, r := range bad {
 		alts, err := rw.nonNullLeading(c.g.Rules[r].Alts, r, true)
@@ -70,7 +70,33 @@ func rewriteLeftRecursion(c *compiler) error {
 type rewriter struct {
 	c        *compiler
 	nullable []bool
+	consumes []bool      // rule -> it has an alternative that can consume input
 	plus     map[int]int // nullable rule -> its generated non-empty version
+}
+
+// canConsume reports, per rule, whether some alternative holds an element that can
+// consume input (a terminal, or a reference to such a rule). A nullable rule without
+// it matches only the empty string, and has no non-empty version.
+func canConsume(g *Grammar) []bool {
+	out := make([]bool, len(g.Rules))
+	for changed := true; changed; {
+		changed = false
+		for r, rule := range g.Rules {
+			if out[r] {
+				continue
+			}
+		alts:
+			for _, alt := range rule.Alts {
+				for _, e := range alt {
+					if e.Kind != RuleRef || out[e.Rule] {
+						out[r], changed = true, true
+						break alts
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // budget charges n elements against WithMaxElements.
@@ -111,6 +137,9 @@ func (rw *rewriter) nonNullLeading(alts []Sequence, rule int, keepEmpty bool) ([
 			out = append(out, seq)
 			return nil
 		}
+		if !rw.consumes[e.Rule] {
+			return expand(seq[1:], false) // N matches only the empty string
+		}
 		p, err := rw.plusOf(e.Rule)
 		if err != nil {
 			return err
@@ -142,6 +171,7 @@ func (rw *rewriter) plusOf(n int) (int, error) {
 	c := rw.c
 	p := c.helper(c.owner[n], c.g.Rules[n].Pos)
 	rw.nullable = append(rw.nullable, false)
+	rw.consumes = append(rw.consumes, true)
 	rw.plus[n] = p
 	alts, err := rw.nonNullLeading(c.g.Rules[n].Alts, p, false)
 	if err != nil {
