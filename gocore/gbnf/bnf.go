@@ -1,6 +1,7 @@
 package gbnf
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -433,4 +434,30 @@ func (c *compiler) except(n *node) ([]Element, error) {
 		e.Literals = [][]byte{n.literal}
 	}
 	return []Element{e}, nil
+}
+
+// formatExcept writes an Except element in bnf_sampler's notation.
+func formatExcept(b *strings.Builder, g *Grammar, e Element) {
+	if e.Rule >= 0 && e.Rule < len(g.Rules) {
+		b.WriteString("<except!([" + g.Rules[e.Rule].Name + "])>")
+		return
+	}
+	for i, l := range e.Literals {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("<except!('")
+		for _, c := range l {
+			switch {
+			case c == '\'' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c >= 0x7f:
+				fmt.Fprintf(b, "\\x%02x", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteString("')>")
+	}
 }

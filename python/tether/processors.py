@@ -125,16 +125,47 @@ class Vocabulary:
 
 
 class Grammar:
-    """A compiled grammar over a vocabulary; immutable and shared by matchers."""
+    """A compiled grammar over a vocabulary; immutable and shared by matchers.
 
-    def __init__(self, vocab: Vocabulary, gbnf: str, root: str = "root", triggers: Triggers | None = None) -> None:
+    ``dialect="bnf"`` reads bnf_sampler's BNF instead of GBNF (see :meth:`from_bnf`).
+    """
+
+    def __init__(
+        self, vocab: Vocabulary, gbnf: str, root: str = "root", triggers: Triggers | None = None,
+        *, dialect: str = "gbnf",
+    ) -> None:
         self.vocab = vocab
         self.gbnf = gbnf
-        self._handle = call(
-            native.bindings_GrammarCompile, vocab._handle, gbnf, root,
-            (triggers or Triggers()).to_json() if triggers else "",
-            error=GrammarError,
-        )
+        self.dialect = dialect
+        trig = (triggers or Triggers()).to_json() if triggers else ""
+        if dialect == "gbnf":
+            self._handle = call(native.bindings_GrammarCompile, vocab._handle, gbnf, root, trig, error=GrammarError)
+        else:
+            self._handle = call(
+                native.bindings_GrammarCompileDialect, vocab._handle, gbnf, root or "", trig, dialect,
+                error=GrammarError,
+            )
+
+    @classmethod
+    def from_bnf(
+        cls, vocab: Vocabulary, bnf: str, root: str | None = None, triggers: Triggers | None = None,
+    ) -> Grammar:
+        """Compile a grammar written in bnf_sampler's BNF dialect.
+
+        ``<name> ::= 'x' | "y" | <other>``; consecutive terminals merge; ``<any!>`` is any
+        one token; ``<except!('lit')>`` / ``<except!([rule])>`` is one token without the
+        excepted literals (or its part before the first); ``\\xHH`` is a raw byte. The
+        start rule is ``root``, else ``<start>``, else the first production. Left
+        recursion is rewritten automatically.
+
+        Example (runs with the test tokenizers of a checkout)::
+
+            vocab = tether.Vocabulary.from_hf(tokenizer)
+            g = tether.Grammar.from_bnf(vocab, "<start> ::= 'cryscan' <any!>")
+            m = g.matcher()
+            m.possible_tokens()        # [id of "cry"]: the longest token of the terminal
+        """
+        return cls(vocab, bnf, root or "", triggers, dialect="bnf")
 
     def matcher(self) -> Matcher:
         """A new matcher at the start of this grammar."""
@@ -179,6 +210,21 @@ class Matcher:
         words = np.zeros((n + 31) // 32, dtype=np.uint32)
         call(native.bindings_MatcherFillMask, self._handle, words.ctypes.data, words.size, error=TetherError)
         return allowed_token_ids(words, n)
+
+    def possible_tokens(self, longest_only: bool = True) -> list[int]:
+        """The token ids that may come next, in increasing order.
+
+        With ``longest_only`` (bnf_sampler's ``all_possible_tokens`` rule) a token allowed
+        by text is left out when a longer allowed token begins with it: the literal
+        ``"apple"`` lists ``apple``, not ``a ap app appl``. Tokens allowed by token-level
+        elements (``<any!>``, ``<except!>``, ``<[N]>``), end and special tokens are all
+        listed. ``longest_only=False`` lists every allowed token.
+
+        >>> m.possible_tokens(longest_only=False)   # doctest: +SKIP
+        [64, 391, 680, 680, 23182]
+        """
+        out = call(native.bindings_MatcherPossibleTokens, self._handle, bool(longest_only), error=GrammarError)
+        return json.loads(out)
 
     def _state(self) -> dict[str, bool]:
         return json.loads(call(native.bindings_MatcherState, self._handle, error=TetherError))
@@ -268,6 +314,9 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         proc = tether.GrammarLogitsProcessor('root ::= "yes" | "no"', tok)
         out = model.generate(**tok("Answer:", return_tensors="pt"), logits_processor=[proc])
 
+    ``dialect="bnf"`` takes a grammar in bnf_sampler's BNF (see :meth:`Grammar.from_bnf`);
+    its start rule is then ``<start>`` (or the first production) unless ``root`` names one.
+
     Disallowed tokens get ``-inf``. End-of-generation tokens are allowed exactly when the
     grammar can end; a row that has ended or that holds a token the grammar rejects (for
     instance because another processor overrode the mask) is only offered end tokens.
@@ -286,10 +335,13 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
         inplace: bool = False,
+        dialect: str = "gbnf",
     ) -> None:
         self.inplace = inplace
         self.vocab = Vocabulary.from_hf(tokenizer, eos_token_id)
-        self.grammar = Grammar(self.vocab, grammar, root, triggers)
+        if dialect != "gbnf" and root == "root":
+            root = ""  # the dialect's own default start rule
+        self.grammar = Grammar(self.vocab, grammar, root, triggers, dialect=dialect)
         self._handle = call(native.bindings_ProcessorNew, self.grammar._handle, error=GrammarError)
         self._mask_buf: Any = None
         self._shifts: dict[Any, Any] = {}

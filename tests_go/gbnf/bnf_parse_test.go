@@ -74,6 +74,7 @@ func TestParseBNFTokenElements(t *testing.T) {
 	assert.Equal(t, [][]byte{[]byte("ar")}, alt[0].Literals)
 	assert.Equal(t, -1, alt[0].Rule)
 	assert.Equal(t, [][]byte{[]byte(">>")}, alt[1].Literals)
+	assert.Equal(t, "start ::= <except!('ar')> <except!('>>')> \"x\"\n", gbnf.Format(g))
 
 	g, err = gbnf.ParseBNF("<abc> ::= 'a'|'b'|'c'\n<sequence>::= <abc>|<abc><sequence>\n<start> ::= <except!([sequence])>")
 	require.NoError(t, err)
@@ -81,6 +82,7 @@ func TestParseBNFTokenElements(t *testing.T) {
 	assert.Equal(t, gbnf.Except, e.Kind)
 	assert.Equal(t, g.Index["sequence"], e.Rule)
 	assert.Empty(t, e.Literals)
+	assert.Contains(t, gbnf.Format(g), "start ::= <except!([sequence])>\n")
 }
 
 // Left recursion in the BNF dialect is rewritten, as in GBNF.
