@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"unsafe"
 )
 
 // Stacks are persistent linked lists of program positions: node i is (elem, tail)
@@ -30,7 +29,10 @@ const (
 	exitBit int32 = 1 << 30
 )
 
-type node struct{ elem, tail int32 }
+// node is one level of a stack: the position to go on at (elem) over the rest of
+// the stack (tail). A level on a counter (an opRepeat element) also holds how many
+// more rounds it needs (need) and allows (left).
+type node struct{ elem, tail, need, left int32 }
 
 // entry is one stack of a configuration with the UTF-8 character it is inside:
 // node id in the high 32 bits, partial state in the low 32.
@@ -59,6 +61,7 @@ type arena struct {
 	g      *Grammar
 	nodes  []node
 	nodeID map[uint64]int32
+	repID  map[node]int32 // nodes on counters
 	cfgs   []config
 	cfgID  map[string]int32
 	tabs   []*[256]int32 // per configuration: memoized byte transitions, or nil
@@ -67,7 +70,8 @@ type arena struct {
 	err    *LimitError   // the current closure exceeded the grammar's limits
 	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
-	tables int // transition tables allocated
+	tables int   // transition tables allocated
+	over   int32 // the limit state (see overCfg), 0 until made
 
 	// scratch
 	out     []entry
@@ -82,8 +86,9 @@ type arena struct {
 func newArena(g *Grammar) *arena {
 	a := &arena{
 		g:       g,
-		nodes:   []node{{-1, -1}, {-1, -1}},
+		nodes:   []node{{-1, -1, 0, 0}, {-1, -1, 0, 0}},
 		nodeID:  map[uint64]int32{},
+		repID:   map[node]int32{},
 		cfgID:   map[string]int32{},
 		visited: map[uint64]uint32{},
 	}
@@ -94,14 +99,32 @@ func newArena(g *Grammar) *arena {
 	return a
 }
 
+// intern returns the node of position el over tail; a counter's position starts
+// with its full count.
 func (a *arena) intern(el, tail int32) int32 {
+	if e := &a.g.elems[el]; e.op == opRepeat {
+		return a.internRep(el, tail, e.lo, e.hi)
+	}
 	k := uint64(uint32(el))<<32 | uint64(uint32(tail))
 	if id, ok := a.nodeID[k]; ok {
 		return id
 	}
 	id := int32(len(a.nodes))
-	a.nodes = append(a.nodes, node{el, tail})
+	a.nodes = append(a.nodes, node{el, tail, 0, 0})
 	a.nodeID[k] = id
+	return id
+}
+
+// internRep returns the node of counter el over tail that needs need more rounds
+// and allows left more.
+func (a *arena) internRep(el, tail, need, left int32) int32 {
+	k := node{el, tail, need, left}
+	if id, ok := a.repID[k]; ok {
+		return id
+	}
+	id := int32(len(a.nodes))
+	a.nodes = append(a.nodes, k)
+	a.repID[k] = id
 	return id
 }
 
@@ -116,13 +139,18 @@ func (a *arena) start() int32 {
 // startAt returns the configuration holding just the stack elems (top first) over
 // the caller's frame (nodeExit), or over nothing if bottom: the analysis state of a
 // position cache.
-func (a *arena) startAt(elems []int32, bottom bool) int32 {
+// A counter's level takes its counts from cnts (need, left per level; nil: none).
+func (a *arena) startAt(elems []int32, cnts [][2]int32, bottom bool) int32 {
 	t := nodeExit
 	if bottom {
 		t = nodeBottom
 	}
 	for i := len(elems) - 1; i >= 0; i-- {
-		t = a.intern(elems[i], t)
+		if cnts != nil && a.g.elems[elems[i]].op == opRepeat {
+			t = a.internRep(elems[i], t, cnts[i][0], cnts[i][1])
+		} else {
+			t = a.intern(elems[i], t)
+		}
 	}
 	a.out = append(a.out[:0], mkEntry(t, 0))
 	return a.finish()
@@ -169,8 +197,47 @@ func (a *arena) expand(el, tail int32) {
 			nt = a.intern(el+1, tail)
 		}
 		a.expandRule(e.arg, nt)
+	case opRepeat:
+		a.expandRep(el, tail, e.lo, e.hi)
 	case opEnd:
 		a.expandReturn(tail)
+	}
+}
+
+// expandRep expands counter el over tail, with need more rounds needed and left
+// more allowed: another round of its rule (returning to the counter with one
+// round less), and, once no round is needed, what follows the counter. The rule
+// never matches the empty string (see Compile), so a closure visits each count at
+// most once per text position and counts never run on without input.
+func (a *arena) expandRep(el, tail, need, left int32) {
+	if a.err != nil {
+		return
+	}
+	self := a.internRep(el, tail, need, left)
+	k := uint64(uint32(^el))<<32 | uint64(uint32(self))
+	if a.visited[k] == a.stamp {
+		return
+	}
+	a.visited[k] = a.stamp
+	a.work++
+	if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
+		lim, val := "stacks", a.g.opts.hardStacks
+		if a.work > a.g.opts.maxWork {
+			lim, val = "work", a.g.opts.maxWork
+		}
+		a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("a repetition of rule %q", a.g.names[a.g.elems[el].arg]),
+			Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+		return
+	}
+	if left > 0 {
+		a.expandRule(a.g.elems[el].arg, a.internRep(el, tail, max(need-1, 0), left-1))
+	}
+	if need == 0 {
+		if a.g.elems[el+1].op == opEnd {
+			a.expandReturn(tail)
+		} else {
+			a.expand(el+1, tail)
+		}
 	}
 }
 
@@ -190,6 +257,10 @@ func (a *arena) expandReturn(tail int32) {
 		return
 	}
 	n := a.nodes[tail]
+	if a.g.elems[n.elem].op == opRepeat {
+		a.expandRep(n.elem, n.tail, n.need, n.left)
+		return
+	}
 	a.expand(n.elem, n.tail)
 }
 
@@ -461,23 +532,6 @@ func (a *arena) union(cs ...int32) int32 {
 		a.out = append(a.out, a.cfgs[c].entries...)
 	}
 	return a.finish()
-}
-
-// only interns the configuration of the entries of c that satisfy keep.
-func (a *arena) subset(c int32, keep func(entry) bool) int32 {
-	a.out = a.out[:0]
-	for _, e := range a.cfgs[c].entries {
-		if keep(e) {
-			a.out = append(a.out, e)
-		}
-	}
-	return a.internCfg(a.out)
-}
-
-// bytes approximates the arena's memory use.
-func (a *arena) bytes() int {
-	n := len(a.nodes)*int(unsafe.Sizeof(node{})) + len(a.cfgs)*int(unsafe.Sizeof(config{}))
-	return n + a.tables*1024
 }
 
 // trim drops memoized transition tables when too many have accumulated; they are

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,18 +14,20 @@ import (
 type op uint8
 
 const (
-	opChar  op = iota // match one code point of classes[arg]
-	opRef             // call rule arg
-	opToken           // match token id arg (neg: any token but arg)
-	opEnd             // end of an alternative
+	opChar   op = iota // match one code point of classes[arg]
+	opRef              // call rule arg
+	opToken            // match token id arg (neg: any token but arg)
+	opEnd              // end of an alternative
+	opRepeat           // call rule arg between lo and hi times (a counter, see arena.expandRep)
 )
 
 // elem is one instruction of the flat program. Every alternative of every rule is a
 // run of elems closed by an opEnd, so "the element after this one" is always idx+1.
 type elem struct {
-	op  op
-	neg bool
-	arg int32
+	op     op
+	neg    bool
+	arg    int32
+	lo, hi int32 // opRepeat: the fewest and most times
 }
 
 // class is a compiled character class.
@@ -258,6 +261,8 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.rules = make([][]int32, n)
 	gr.names = make([]string, n)
 	classIdx := map[string]int32{}
+	var kb []byte
+	var nullable []bool // computed if a counter needs it
 	for ri, r := range g.Rules {
 		gr.names[ri] = r.Name
 		if len(r.Alts) == 0 {
@@ -268,13 +273,21 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 			for _, e := range alt {
 				switch e.Kind {
 				case gbnf.Char:
-					c := newClass(e.Ranges, e.Negated)
-					key := fmt.Sprint(c.neg, c.ranges)
-					ci, ok := classIdx[key]
+					// Classes are deduplicated by their written ranges (a key
+					// cheap to build), before the class itself is built.
+					kb = kb[:0]
+					if e.Negated {
+						kb = append(kb, 1)
+					}
+					for _, r := range e.Ranges {
+						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Lo))
+						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Hi))
+					}
+					ci, ok := classIdx[string(kb)]
 					if !ok {
 						ci = int32(len(gr.classes))
-						classIdx[key] = ci
-						gr.classes = append(gr.classes, c)
+						classIdx[string(kb)] = ci
+						gr.classes = append(gr.classes, newClass(e.Ranges, e.Negated))
 					}
 					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
 				case gbnf.RuleRef:
@@ -282,6 +295,20 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("reference to undefined rule index %d", e.Rule)}
 					}
 					gr.elems = append(gr.elems, elem{op: opRef, arg: int32(e.Rule)})
+				case gbnf.Repeat:
+					if e.Rule < 0 || e.Rule >= n {
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("repetition of undefined rule index %d", e.Rule)}
+					}
+					if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
+					}
+					if nullable == nil {
+						nullable = gbnf.Nullable(g)
+					}
+					if nullable[e.Rule] {
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[e.Rule].Name)}
+					}
+					gr.elems = append(gr.elems, elem{op: opRepeat, arg: int32(e.Rule), lo: int32(e.Min), hi: int32(e.Max)})
 				case gbnf.Token:
 					if e.Token == gbnf.AnyToken && e.Name == "" {
 						// bnf_sampler's <any!>: any token but none (see tokenelems.go).
@@ -400,6 +427,11 @@ func (gr *Grammar) computeRem() {
 			return 4
 		case opRef:
 			return ruleBound(e.arg)
+		case opRepeat:
+			if b := ruleBound(e.arg); b < remMany && int(e.hi) < remMany {
+				return min(b*int(e.hi), remMany)
+			}
+			return remMany
 		case opEnd:
 			return 0
 		}
@@ -439,6 +471,8 @@ func (gr *Grammar) computeMinLen() {
 				total++
 			case opRef:
 				total += gr.minLen[e.arg]
+			case opRepeat:
+				total += int32(min(int64(e.lo)*int64(gr.minLen[e.arg]), minCap))
 			}
 		}
 		return min(total, minCap)
@@ -466,6 +500,9 @@ func (gr *Grammar) computeMinLen() {
 			c = 1
 		case opRef:
 			c = gr.minLen[e.arg]
+		case opRepeat:
+			// 0: a frame on this element may be anywhere in its count, and
+			// minRest must stay a lower bound for it.
 		}
 		gr.minRest[i] = min(c+gr.minRest[i+1], minCap)
 	}
@@ -525,11 +562,12 @@ func (gr *Grammar) checkLeftRecursion(g *gbnf.Grammar) error {
 		for _, a := range gr.rules[r] {
 			for i := a; gr.elems[i].op != opEnd; i++ {
 				e := gr.elems[i]
-				if e.op != opRef {
+				if e.op != opRef && e.op != opRepeat {
 					break
 				}
-				edges[r] = append(edges[r], edge{e.arg, gr.elems[i+1].op == opEnd})
-				if !nullable[e.arg] {
+				// A counter's frame stays below its rule: never a tail call.
+				edges[r] = append(edges[r], edge{e.arg, e.op == opRef && gr.elems[i+1].op == opEnd})
+				if !nullable[e.arg] && !(e.op == opRepeat && e.lo == 0) {
 					break
 				}
 			}
@@ -601,11 +639,11 @@ func (gr *Grammar) computeFollow() {
 				dst[k] |= classFirst[e.arg][k]
 			}
 			return false
-		case opRef:
+		case opRef, opRepeat:
 			for k := range dst {
 				dst[k] |= first[e.arg][k]
 			}
-			return nullable[e.arg]
+			return nullable[e.arg] || (e.op == opRepeat && e.lo == 0)
 		}
 		return false // tokens consume no bytes, but are not empty either
 	}
@@ -656,7 +694,7 @@ func (gr *Grammar) computeFollow() {
 				hasRef := false
 				for j := l - 1; j >= 0; j-- {
 					e := gr.elems[a+int32(j)]
-					hasRef = hasRef || e.op == opRef
+					hasRef = hasRef || e.op == opRef || e.op == opRepeat
 					var f [8]uint32
 					null := elemFirst(e, &f)
 					if null {
@@ -671,12 +709,18 @@ func (gr *Grammar) computeFollow() {
 				}
 				for j := 0; j < l; j++ {
 					e := gr.elems[a+int32(j)]
-					if e.op != opRef {
+					if e.op != opRef && e.op != opRepeat {
 						continue
 					}
 					f := follow[e.arg]
 					for k := range f {
 						f[k] |= sufF[j+1][k]
+					}
+					if e.op == opRepeat && e.hi > 1 {
+						// Another round of the counter may follow.
+						for k := range f {
+							f[k] |= first[e.arg][k]
+						}
 					}
 					if sufN[j+1] {
 						for k := range f {

@@ -25,8 +25,14 @@
 // stacks, masks, rollback, and lazy activation (trigger tokens, words, patterns, and
 // activation after a marker).
 //
+// Answers are exact or errors: where a limit (WithMaxStacks) prevents an exact
+// answer, FillMask, IsAllowed, AcceptToken and AcceptBytes return a *LimitError
+// (errors.go), and a mask is never partial. Counted repetitions (gbnf.Repeat) are
+// counters on the stack (arena.expandRep), so their counts cost nothing to compile.
+//
 // It must not know about: GBNF syntax (gocore/gbnf parses it), tokenizer file
 // formats (gocore/vocab reads them and implements Vocabulary), sampling, models, or
-// Python. Nothing here panics across the package boundary; failures are error values
-// that say what failed and where.
+// Python. Failures are error values that say what failed and where; the package
+// does not recover panics (a panic is a bug: the bindings and the CLI recover at
+// their boundary).
 package engine

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,21 +228,12 @@ func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
 	}
 	for i, x := range m.words {
 		for x != 0 {
-			b := trailingZeros(x)
+			b := bits.TrailingZeros32(x)
 			dst = append(dst, i*32+b)
 			x &= x - 1
 		}
 	}
 	return dst, nil
-}
-
-func trailingZeros(x uint32) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
 }
 
 // IsAllowed reports whether token id may come next (the same answer FillMask
@@ -258,8 +250,14 @@ func (m *Matcher) IsAllowed(id int) (bool, error) {
 	}
 	m.fam.a.hit = nil
 	nx, _ := m.tokenStep(id, false)
-	if err := m.takeLimit(); err != nil {
-		return false, err
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go).
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return false, err
+		}
+		return ok, nil
 	}
 	return nx != cfgDead, nil
 }
@@ -339,8 +337,24 @@ func (m *Matcher) AcceptToken(id int) error {
 	}
 	m.fam.a.hit = nil
 	nx, rej := m.tokenStep(id, true)
-	if err := m.takeLimit(); err != nil {
-		return err
+	if m.fam.a.hit != nil {
+		// The whole step met a limit: decide as the mask does (see verdict.go);
+		// an allowed token leads to the limit state.
+		m.fam.a.hit = nil
+		ok := m.maskVerdict(m.cfg, id)
+		if err := m.takeLimit(); err != nil {
+			return err
+		}
+		if !ok {
+			_, rej = m.tokenStep(id, true)
+			if rej == nil || m.fam.a.hit != nil {
+				m.fam.a.hit = nil
+				rej = &RejectError{Token: id, Text: m.g.vocab.TokenBytes(id), Offset: -1,
+					Reason: "the grammar does not allow it here; expected " + m.expected(m.cfg)}
+			}
+			return rej
+		}
+		nx, rej = m.fam.a.overCfg(), nil
 	}
 	if rej != nil {
 		return rej

@@ -104,12 +104,25 @@ const loopMinNodes = 4
 // call site re-walks just the few tokens that get past R.
 func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 	var buf [maxKeyDepth]int32
+	var cbuf [maxKeyDepth][2]int32
+	var cnts [][2]int32 // counts of the counter levels (clamped, see clampCount), if any
 	k := 0
 	t := n
 	for k < maxKeyDepth && t > nodeExit {
-		buf[k] = a.nodes[t].elem
-		t = a.nodes[t].tail
+		nd := &a.nodes[t]
+		buf[k] = nd.elem
+		if g.elems[nd.elem].op == opRepeat {
+			cbuf[k] = [2]int32{g.clampCount(nd.need), g.clampCount(nd.left)}
+			cnts = cbuf[:]
+		}
+		t = nd.tail
 		k++
+	}
+	sub := func(d int) [][2]int32 {
+		if cnts == nil {
+			return nil
+		}
+		return cnts[:d]
 	}
 	var prev *posCache
 	reach := 0 // bytes the levels above d can match at most (see Grammar.rem)
@@ -129,7 +142,7 @@ func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 					continue
 				}
 				tk[d-1] = g.tramp[r]
-				s := g.slotForKey(tk[:d], false)
+				s := g.slotForKey(tk[:d], sub(d), false)
 				pc := s.get(g, prev)
 				if pc.uncertain <= maxUncertain {
 					return s
@@ -143,7 +156,7 @@ func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 			continue
 		}
 		bottom := d == k && t == nodeBottom
-		s := g.slotForKey(buf[:d], bottom)
+		s := g.slotForKey(buf[:d], sub(d), bottom)
 		if d == k {
 			if prev != nil {
 				s.get(g, prev)
@@ -161,21 +174,33 @@ func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 // shortFrame: slotOf skips keys whose levels can match at most this many bytes.
 const shortFrame = 4
 
+// clampCount caps a counter's count (rounds needed or left) for a position cache
+// key: a token of at most L bytes completes at most L rounds (a counter's rule
+// never matches the empty string), so counts above L+1 all behave alike within
+// one token, and sharing one key keeps a long counter from needing an analysis
+// per count.
+func (g *Grammar) clampCount(c int32) int32 { return min(c, int32(g.trie.maxDepth)+2) }
+
 // posSlot is the lazily computed cache for one stack prefix.
 type posSlot struct {
-	elems  []int32 // top first
-	bottom bool    // the stack ends below elems (no caller frame: exact)
+	elems  []int32    // top first
+	cnts   [][2]int32 // per level: a counter's (need, left), clamped; nil if no counter
+	bottom bool       // the stack ends below elems (no caller frame: exact)
 	pc     atomic.Pointer[posCache]
 	mu     sync.Mutex // held while the cache is computed
 }
 
 // slotForKey returns the slot of the stack prefix elems (top first), over nothing if
 // bottom and over a caller frame otherwise.
-func (g *Grammar) slotForKey(elems []int32, bottom bool) *posSlot {
-	var kb [4*maxKeyDepth + 1]byte
+func (g *Grammar) slotForKey(elems []int32, cnts [][2]int32, bottom bool) *posSlot {
+	var kb [12*maxKeyDepth + 1]byte
 	key := kb[:0]
-	for _, e := range elems {
+	for i, e := range elems {
 		key = binary.LittleEndian.AppendUint32(key, uint32(e))
+		if cnts != nil && g.elems[e].op == opRepeat {
+			key = binary.LittleEndian.AppendUint32(key, uint32(cnts[i][0]))
+			key = binary.LittleEndian.AppendUint32(key, uint32(cnts[i][1]))
+		}
 	}
 	if bottom {
 		key = append(key, 1)
@@ -186,6 +211,9 @@ func (g *Grammar) slotForKey(elems []int32, bottom bool) *posSlot {
 		return s
 	}
 	s := &posSlot{elems: slices.Clone(elems), bottom: bottom}
+	if cnts != nil {
+		s.cnts = slices.Clone(cnts)
+	}
 	g.slots[string(key)] = s
 	return s
 }
@@ -309,7 +337,7 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)
 	}
 	a.hit = nil
-	if w.cfg[0] = a.startAt(s.elems, s.bottom); w.cfg[0] == cfgLimit {
+	if w.cfg[0] = a.startAt(s.elems, s.cnts, s.bottom); w.cfg[0] == cfgLimit {
 		a.hit = nil
 		return &posCache{overflow: g.stackLimit(0)}
 	}

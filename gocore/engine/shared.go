@@ -162,7 +162,7 @@ func (pc *posCache) bytes() int64 {
 func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 	budget := int32(g.trie.maxDepth)
 	b := make([]byte, 0, 256)
-	b = append(b, 'P', 2) // format version
+	b = append(b, 'P', 3) // format version
 	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
 	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
 	b = binary.AppendUvarint(b, uint64(g.size))
@@ -176,6 +176,15 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 		b = binary.LittleEndian.AppendUint32(b, w)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.elems)))
+	for i, el := range s.elems {
+		if g.elems[el].op == opRepeat {
+			// The counts of a counter level (clamped, as in the slot key).
+			b = append(b, 'K')
+			b = binary.AppendUvarint(b, uint64(i))
+			b = binary.AppendUvarint(b, uint64(s.cnts[i][0]))
+			b = binary.AppendUvarint(b, uint64(s.cnts[i][1]))
+		}
+	}
 
 	local := map[int32]uint32{} // rule -> local number, in order of first reference
 	dist := map[int32]int32{}   // rule -> fewest bytes matched before entering it
@@ -223,6 +232,18 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 				b = binary.AppendUvarint(b, uint64(id))
 				enter(e.arg, d)
 				d += g.minLen[e.arg]
+			case opRepeat:
+				id, ok := local[e.arg]
+				if !ok {
+					id = uint32(len(local))
+					local[e.arg] = id
+				}
+				b = append(b, 'N')
+				b = binary.AppendUvarint(b, uint64(id))
+				b = binary.AppendUvarint(b, uint64(e.lo))
+				b = binary.AppendUvarint(b, uint64(e.hi))
+				enter(e.arg, d)
+				// d stays: a frame on the counter may need no more rounds.
 			case opToken:
 				b = append(b, 'T')
 				if e.neg {

@@ -49,6 +49,8 @@ type trie struct {
 	// tokChars[k]: how many characters token order[k] starts (bytes that are not
 	// UTF-8 continuation bytes; capped at 0xFFFF).
 	tokChars []uint16
+	// index[id]: the index of token id in order, or -1 (not a text token).
+	index []int32
 	// textBits: the set of the tokens in order, as a bitset over ids.
 	textBits []uint32
 	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
@@ -146,6 +148,13 @@ func buildTrie(v Vocabulary) *trie {
 			}
 		}
 		t.tokChars[k] = uint16(min(n, 0xFFFF))
+	}
+	t.index = make([]int32, n)
+	for i := range t.index {
+		t.index[i] = -1
+	}
+	for k, id := range ids {
+		t.index[id] = int32(k)
 	}
 	t.textBits = make([]uint32, (n+31)/32)
 	for _, id := range ids {

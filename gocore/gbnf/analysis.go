@@ -2,6 +2,7 @@ package gbnf
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -48,7 +49,15 @@ func ClassEmpty(ranges []Range, negated bool) bool {
 // Nullable reports, per rule, whether it can match the empty string (a worklist
 // over the alternatives made only of rule references: linear in the grammar).
 func Nullable(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) { return e.Kind != RuleRef, false })
+	return fixpoint(g, func(e Element) (known, ok bool) {
+		switch e.Kind {
+		case RuleRef:
+			return false, false
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
+		}
+		return true, false
+	})
 }
 
 // Productive reports, per rule, whether it can match some text (or token
@@ -61,6 +70,8 @@ func Productive(g *Grammar) []bool {
 			return true, !ClassEmpty(e.Ranges, e.Negated)
 		case Token, Except:
 			return true, true
+		case Repeat:
+			return e.Min == 0, true // else: as its rule
 		}
 		return false, false
 	})
@@ -71,10 +82,8 @@ func Productive(g *Grammar) []bool {
 // (known) and whether they hold (ok), and a reference holds when its rule is in the
 // set. It is a worklist: each alternative is counted down once per reference.
 func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
-	in := make([]bool, len(g.Rules))
-	var pending []int                   // per candidate alternative: references not yet in
-	var owner []int                     // per candidate alternative: its rule
-	uses := make([][]int, len(g.Rules)) // rule -> candidate alternatives referring to it
+	n := len(g.Rules)
+	in := make([]bool, n)
 	var work []int
 	add := func(r int) {
 		if !in[r] {
@@ -82,48 +91,72 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 			work = append(work, r)
 		}
 	}
+	// Candidate alternatives (no leaf fails; at least one reference): their
+	// pending counts and owners; uses[start[r]:start[r+1]] lists the candidates
+	// that refer to rule r (flat, so a grammar of many rules costs few
+	// allocations).
+	var pending, owner []int32
+	refsTo := make([]int32, n+1)
+	candidate := func(alt Sequence) (refs int, ok bool) {
+		for _, e := range alt {
+			if known, ok := leaf(e); known {
+				if !ok {
+					return 0, false
+				}
+				continue
+			}
+			if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
+				return 0, false
+			}
+			refs++
+		}
+		return refs, true
+	}
 	for r, rule := range g.Rules {
 		for _, alt := range rule.Alts {
-			refs, failed := 0, false
-			for _, e := range alt {
-				if known, ok := leaf(e); known {
-					if !ok {
-						failed = true
-						break
-					}
-					continue
-				}
-				if e.Kind == RuleRef && e.Rule >= 0 && e.Rule < len(g.Rules) {
-					refs++
-				} else {
-					failed = true
-					break
-				}
-			}
-			if failed {
-				continue
-			}
-			if refs == 0 {
+			refs, ok := candidate(alt)
+			switch {
+			case !ok:
+			case refs == 0:
 				add(r)
-				continue
-			}
-			id := len(pending)
-			pending = append(pending, refs)
-			owner = append(owner, r)
-			for _, e := range alt {
-				if e.Kind == RuleRef {
-					uses[e.Rule] = append(uses[e.Rule], id)
+			default:
+				pending = append(pending, int32(refs))
+				owner = append(owner, int32(r))
+				for _, e := range alt {
+					if known, _ := leaf(e); !known {
+						refsTo[e.Rule+1]++
+					}
 				}
 			}
+		}
+	}
+	for r := 0; r < n; r++ {
+		refsTo[r+1] += refsTo[r]
+	}
+	uses := make([]int32, refsTo[n])
+	fill := slices.Clone(refsTo[:n])
+	id := int32(0)
+	for _, rule := range g.Rules {
+		for _, alt := range rule.Alts {
+			if refs, ok := candidate(alt); !ok || refs == 0 {
+				continue
+			}
+			for _, e := range alt {
+				if known, _ := leaf(e); !known {
+					uses[fill[e.Rule]] = id
+					fill[e.Rule]++
+				}
+			}
+			id++
 		}
 	}
 	for len(work) > 0 {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
-		for _, id := range uses[r] {
-			pending[id]--
-			if pending[id] == 0 {
-				add(owner[id])
+		for _, c := range uses[refsTo[r]:refsTo[r+1]] {
+			pending[c]--
+			if pending[c] == 0 {
+				add(int(owner[c]))
 			}
 		}
 	}
@@ -159,7 +192,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 					if ClassEmpty(e.Ranges, e.Negated) {
 						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
 					}
-				case RuleRef:
+				case RuleRef, Repeat:
 					if e.Rule < 0 || e.Rule >= len(g.Rules) {
 						continue
 					}

@@ -35,13 +35,12 @@ import (
 // vocabulary (bnf_sampler's <any!>), end-of-generation tokens excepted.
 const AnyToken = -2
 
-// Except is the Kind of bnf_sampler's <except!(...)>: one token that does not contain
-// an excepted literal, or the part of a token before the first excepted literal
-// occurs in it (when some prefix of that part is itself a token; the rest of the
-// token goes on to the next element). The excepted literals are Element.Literals
-// (<except!('lit')>), or, when Element.Rule >= 0, every token of the vocabulary that
-// rule Element.Rule matches whole (<except!([nonterminal])>).
-const Except Kind = Token + 1
+// An element of Kind Except (bnf_sampler's <except!(...)>) matches one token that
+// does not contain an excepted literal, or the part of a token before the first
+// excepted literal occurs in it (when some prefix of that part is itself a token;
+// the rest of the token goes on to the next element). The excepted literals are
+// Element.Literals (<except!('lit')>), or, when Element.Rule >= 0, every token of the
+// vocabulary that rule Element.Rule matches whole (<except!([nonterminal])>).
 
 // ParseBNF parses a grammar in bnf_sampler's BNF dialect into a Grammar. Options are
 // those of Parse; every failure is an *Error with a line:col.

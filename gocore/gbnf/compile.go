@@ -1,6 +1,7 @@
 package gbnf
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -13,8 +14,12 @@ import (
 //	S{m,}   ->  S S ... S (m times) R        with R ::= S R |
 //	S*  = S{0,}    S+ = S{1,}    S? = S{0,1}
 //
-// so every repetition grows the grammar linearly in its count. A group with
-// one alternative is written inline; one with several becomes a helper rule.
+// so a repetition grows the grammar linearly in its count, up to counterFrom.
+// Larger counts are kept as counters: S{m,n} is one Repeat element over a rule
+// for S (S{m,} is S{m,m} R), whatever m and n. A counted S that can match the empty
+// string is unrolled after all (counting empty matches would be work for
+// nothing); WithMaxElements bounds that. A group with one alternative is written
+// inline; one with several becomes a helper rule.
 func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	c := &compiler{
 		p:        p,
@@ -58,6 +63,9 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 		}
 		c.g.Rules[i].Alts = alts
 	}
+	if err := c.unrollNullableCounters(); err != nil {
+		return nil, err
+	}
 	if err := rewriteLeftRecursion(c); err != nil {
 		return nil, err
 	}
@@ -89,6 +97,8 @@ type compiler struct {
 	maxElems int
 	// the site being compiled, to record where references were written
 	rule, alt int
+	// hasCounters: a Repeat element was made (see unrollNullableCounters)
+	hasCounters bool
 }
 
 // refSite is one element of the IR: rule, alternative and element index.
@@ -155,6 +165,11 @@ func (c *compiler) checkUnroll(defs []ruleDef) error {
 				k = n.min
 			}
 			k = max(k, 1)
+			if s == 1 && counted(n) {
+				// A counter, with no repetition inside: constant size. Its
+				// count still multiplies repetitions around it.
+				return min(k, limit), nil
+			}
 			if s > limit/k {
 				what := "repetition unrolls"
 				if s > 1 {
@@ -293,6 +308,14 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 	panic("gbnf: unknown node")
 }
 
+// counterFrom: repetitions with counts above it are kept as counters (Repeat).
+const counterFrom = 64
+
+// counted reports whether repetition n is kept as a counter.
+func counted(n *node) bool {
+	return n.max > counterFrom || (n.max < 0 && n.min > counterFrom)
+}
+
 func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 	body, err := c.item(owner, n.sub, at)
 	if err != nil {
@@ -300,6 +323,9 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 	}
 	if len(body) == 0 {
 		return nil, c.p.errorf(n.off, ErrSyntax, "nothing to repeat: the item before %q is empty", c.p.src[n.off:n.off+1])
+	}
+	if counted(n) {
+		return c.counted(owner, n, body)
 	}
 	opt := 1 // optional copies: helper rules in the chain
 	if n.max >= 0 {
@@ -353,4 +379,72 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 		c.g.Rules[h].Alts = alts[2*k : 2*k+2 : 2*k+2]
 	}
 	return append(out, Element{Kind: RuleRef, Rule: first + opt - 1}), nil
+}
+
+// counted compiles repetition n of body as a Repeat element over a rule matching
+// body (S{m,n}), followed for S{m,} by a helper R ::= S R | "".
+func (c *compiler) counted(owner int, n *node, body []Element) ([]Element, error) {
+	pos := c.p.position(n.off)
+	rule := -1
+	if len(body) == 1 && body[0].Kind == RuleRef {
+		rule = body[0].Rule
+	} else {
+		rule = c.helper(owner, pos)
+		c.g.Rules[rule].Alts = []Sequence{body}
+	}
+	if err := c.grow(4, n.off); err != nil {
+		return nil, err
+	}
+	hi := n.max
+	if hi < 0 {
+		hi = n.min
+	}
+	out := []Element{{Kind: Repeat, Rule: rule, Min: n.min, Max: hi}}
+	c.hasCounters = true
+	if n.max < 0 {
+		star := c.helper(owner, pos)
+		c.g.Rules[star].Alts = []Sequence{{{Kind: RuleRef, Rule: rule}, {Kind: RuleRef, Rule: star}}, {}}
+		out = append(out, Element{Kind: RuleRef, Rule: star})
+	}
+	return out, nil
+}
+
+// unrollNullableCounters replaces every Repeat whose rule can match the empty
+// string by the unrolled chain (S{m,n} with a nullable S is S{0,n}: n optional
+// copies), so that the engine's counters always consume text per iteration.
+func (c *compiler) unrollNullableCounters() error {
+	if !c.hasCounters {
+		return nil
+	}
+	nullable := Nullable(c.g)
+	n := len(c.g.Rules)
+	for r := 0; r < n; r++ {
+		for a, alt := range c.g.Rules[r].Alts {
+			for i := 0; i < len(alt); i++ {
+				e := alt[i]
+				if e.Kind != Repeat || !nullable[e.Rule] {
+					continue
+				}
+				need := 2 * e.Max
+				if need > c.maxElems-c.elems {
+					return &Error{Pos: c.g.Rules[r].Pos, Code: ErrTooLarge,
+						Msg: fmt.Sprintf("grammar expands to more than %d elements (WithMaxElements): a repetition {%d,%d} of an item that can be empty is unrolled", c.maxElems, e.Min, e.Max)}
+				}
+				c.elems += need
+				pos := c.g.Rules[r].Pos
+				first := len(c.g.Rules)
+				for k := 0; k < e.Max; k++ {
+					h := c.helper(c.owner[r], pos)
+					seq := Sequence{{Kind: RuleRef, Rule: e.Rule}}
+					if k > 0 {
+						seq = append(seq, Element{Kind: RuleRef, Rule: h - 1})
+					}
+					c.g.Rules[h].Alts = []Sequence{seq, {}}
+				}
+				alt[i] = Element{Kind: RuleRef, Rule: first + e.Max - 1}
+				c.g.Rules[r].Alts[a] = alt
+			}
+		}
+	}
+	return nil
 }

@@ -6,10 +6,12 @@
 // escapes, ".", groups, the repetitions * + ? {n} {n,} {n,m} {,m}, comments,
 // token references <[N]> and !<[N]>, named special tokens such as <|eot_id|>),
 // the expansion of literals into one Char element per code point and of groups
-// and repetitions into generated helper rules, and the checks that make a
-// grammar safe to run: every referenced rule is defined, the root rule exists,
-// left recursion is rewritten away (leftrec_rewrite.go), and the expansion stays within limits
-// (WithMaxRepeat, WithMaxElements). Every failure is an *Error with a 1-based
+// and repetitions into generated helper rules (counts above 64 stay counters:
+// one Repeat element, whatever the count), and the checks that make a grammar
+// safe to run: every referenced rule is defined, the root rule exists, left
+// recursion is rewritten away (leftrec_rewrite.go), no dead end is reachable (an element that can never match:
+// see analysis.go), and the expansion stays within limits (WithMaxRepeat,
+// WithMaxElements). Every failure is an *Error with a 1-based
 // line:col and a message that says what was expected.
 //
 // It knows nothing of tokenizers, vocabularies or the engine: a named token

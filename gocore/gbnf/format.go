@@ -66,6 +66,13 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			} else {
 				fmt.Fprintf(b, "<bad-rule-%d>", e.Rule)
 			}
+		case Repeat:
+			if e.Rule >= 0 && e.Rule < len(g.Rules) {
+				b.WriteString(g.Rules[e.Rule].Name)
+			} else {
+				fmt.Fprintf(b, "<bad-rule-%d>", e.Rule)
+			}
+			fmt.Fprintf(b, "{%d,%d}", e.Min, e.Max)
 		case Token:
 			if e.Token == AnyToken && e.Name == "" {
 				b.WriteString("<any!>") // bnf_sampler's notation: GBNF has none

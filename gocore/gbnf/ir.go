@@ -20,6 +20,12 @@ const (
 	// against the vocabulary. If Negated (GBNF `!<[N]>`), it matches any single token
 	// except that one.
 	Token
+	// Repeat matches the rule Grammar.Rules[Rule] at least Min and at most Max
+	// times (a counted repetition kept as a counter instead of unrolled: see
+	// Parse). The rule never matches the empty string.
+	Repeat
+	// Except is bnf_sampler's <except!(...)> (ParseBNF only; see bnf.go).
+	Except
 )
 
 // Range is an inclusive range of code points.
@@ -30,7 +36,9 @@ type Element struct {
 	Kind    Kind
 	Ranges  []Range // Char: sorted, non-overlapping
 	Negated bool    // Char: match outside Ranges; Token: match any token but this one
-	Rule    int     // RuleRef: index into Grammar.Rules
+	Rule    int     // RuleRef, Repeat: index into Grammar.Rules
+	Min     int     // Repeat: the fewest times
+	Max     int     // Repeat: the most times (>= Min, >= 1)
 	Token   int     // Token: the id, or -1 when Name is set
 	Name    string  // Token: a named special token, e.g. "<|eot_id|>"
 	// Literals: Except (bnf dialect): the excepted literals, when Rule is -1.

@@ -30,11 +30,13 @@ func checkLeftRecursion(c *compiler) error {
 	for r, rule := range g.Rules {
 		for a, alt := range rule.Alts {
 			for i, e := range alt {
-				if e.Kind != RuleRef {
+				if e.Kind != RuleRef && e.Kind != Repeat {
 					break
 				}
-				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: i < len(alt)-1, site: refSite{r, a, i}})
-				if !nullable[e.Rule] {
+				// A counter's frame stays below its rule: it always grows.
+				grows := i < len(alt)-1 || e.Kind == Repeat
+				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: grows, site: refSite{r, a, i}})
+				if !nullable[e.Rule] && !(e.Kind == Repeat && e.Min == 0) {
 					break
 				}
 			}

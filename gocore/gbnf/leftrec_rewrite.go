@@ -30,6 +30,11 @@ import "slices"
 //     An alternative A ::= A alone (a cycle that consumes nothing and leaves nothing)
 //     is dropped: it adds nothing to the language.
 //
+// A counted repetition kept as a counter (Repeat) that can be empty is made explicit
+// in step 1 too (R{0,n} γ becomes R{1,n} γ | γ); left recursion into the rule of a
+// counter (a rule that reaches itself first through x{n,m} with m above the
+// counter threshold) is not rewritten and stays an error.
+//
 // Both steps keep the language: masks of the rewritten grammar are those of the
 // grammar as written. The work is bounded by WithMaxElements (substitution can
 // multiply alternatives); past it the grammar is refused with ErrTooLarge. Whatever
@@ -128,6 +133,15 @@ func (rw *rewriter) nonNullLeading(alts []Sequence, rule int, keepEmpty bool) ([
 			return nil
 		}
 		e := seq[0]
+		if e.Kind == Repeat && e.Min == 0 {
+			// R{0,n} γ  ->  R{1,n} γ | γ  (R itself never matches the empty string)
+			if err := rw.budget(len(seq), rule); err != nil {
+				return err
+			}
+			alt := append(Sequence{{Kind: Repeat, Rule: e.Rule, Min: 1, Max: e.Max}}, seq[1:]...)
+			out = append(out, alt)
+			return expand(seq[1:], false)
+		}
 		if e.Kind != RuleRef || !rw.nullable[e.Rule] {
 			if !whole {
 				if err := rw.budget(len(seq), rule); err != nil {
@@ -254,11 +268,13 @@ func leftGraph(g *Grammar, nullable []bool) ([][]leftEdge, []int) {
 	for r, rule := range g.Rules {
 		for a, alt := range rule.Alts {
 			for i, e := range alt {
-				if e.Kind != RuleRef {
+				// As checkLeftRecursion: a counter's frame stays below its rule.
+				if e.Kind != RuleRef && e.Kind != Repeat {
 					break
 				}
-				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: i < len(alt)-1, site: refSite{r, a, i}})
-				if !nullable[e.Rule] {
+				grows := i < len(alt)-1 || e.Kind == Repeat
+				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: grows, site: refSite{r, a, i}})
+				if !nullable[e.Rule] && !(e.Kind == Repeat && e.Min == 0) {
 					break
 				}
 			}

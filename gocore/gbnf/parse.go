@@ -14,7 +14,8 @@ const (
 	// DefaultRoot is the rule a grammar starts from unless WithRoot says otherwise.
 	DefaultRoot = "root"
 	// DefaultMaxRepeat is the largest minimum count a repetition may ask for
-	// ({n}, {n,}, {n,m}); it is llama.cpp's repetition threshold.
+	// ({n}, {n,}, {n,m}); it is llama.cpp's repetition threshold. The maximum is
+	// not bounded: large counts are kept as counters (see Repeat), not unrolled.
 	DefaultMaxRepeat = 2000
 	// DefaultMaxElements bounds the size of the expanded grammar (see WithMaxElements).
 	DefaultMaxElements = 1 << 20
@@ -42,9 +43,7 @@ func WithRoot(name string) Option {
 }
 
 // WithMaxRepeat sets the largest minimum count n a repetition {n}, {n,} or {n,m}
-// may ask for (default DefaultMaxRepeat). The n required copies are written out
-// in the grammar, so the count costs memory; the optional part of {n,m} is
-// bounded by WithMaxElements instead.
+// may ask for (default DefaultMaxRepeat).
 func WithMaxRepeat(n int) Option {
 	return func(c *config) {
 		if n > 0 {

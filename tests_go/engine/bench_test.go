@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,4 +162,92 @@ func BenchmarkParseCompileFirstMask(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCounterCompileFirstMask: parse, compile and first mask of
+// root ::= [a-z]{0,1000000} "." with the Llama-3 vocabulary (trie already built):
+// a counter, so the count costs nothing (issue 12 target: <= 5 ms).
+func BenchmarkCounterCompileFirstMask(b *testing.B) {
+	v := llama3Vocab(b)
+	if err := engine.Prepare(v); err != nil {
+		b.Fatal(err)
+	}
+	mask := make([]uint32, (v.Size()+31)/32)
+	for i := 0; i < b.N; i++ {
+		g, err := gbnf.Parse(`root ::= [a-z]{0,1000000} "."`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Unshared, so every iteration analyzes its first position again.
+		gr, err := engine.Compile(g, v, engine.WithSharedCache(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := gr.NewMatcher().FillMask(mask); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// ruleChain is a grammar of n rules, each a literal and a call of the next.
+func ruleChain(n int) string {
+	var sb strings.Builder
+	sb.WriteString("root ::= \"a\" r1\n")
+	for i := 1; i < n-1; i++ {
+		fmt.Fprintf(&sb, "r%d ::= \"a\" r%d | \"b\"\n", i, i+1)
+	}
+	fmt.Fprintf(&sb, "r%d ::= \"a\"\n", n-1)
+	return sb.String()
+}
+
+// BenchmarkCompileRuleChain100k: parse and compile a chain of 100,000 rules
+// (issue 12 target: <= 1 s; compile time linear in rules).
+func BenchmarkCompileRuleChain100k(b *testing.B) {
+	v := llama3Vocab(b)
+	if err := engine.Prepare(v); err != nil {
+		b.Fatal(err)
+	}
+	src := ruleChain(100000)
+	for i := 0; i < b.N; i++ {
+		g, err := gbnf.Parse(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := engine.Compile(g, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuTime is the CPU time (user + system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestCompileCostIsLinear reports the CPU time (not wall time: the machine is
+// shared) of parsing and compiling a 100,000-rule chain and a counter of a
+// million, and checks generous bounds (the targets are 1 s and 5 ms).
+func TestCompileCostIsLinear(t *testing.T) {
+	v := llama3Vocab(t)
+	require.NoError(t, engine.Prepare(v))
+	src := ruleChain(100000)
+	c0 := cpuTime()
+	g, err := gbnf.Parse(src)
+	require.NoError(t, err)
+	_, err = engine.Compile(g, v)
+	require.NoError(t, err)
+	chain := cpuTime() - c0
+	mask := make([]uint32, (v.Size()+31)/32)
+	c0 = cpuTime()
+	g, err = gbnf.Parse(`root ::= [a-z]{0,1000000} "."`)
+	require.NoError(t, err)
+	gr, err := engine.Compile(g, v, engine.WithSharedCache(false))
+	require.NoError(t, err)
+	require.NoError(t, gr.NewMatcher().FillMask(mask))
+	counter := cpuTime() - c0
+	t.Logf("CPU: 100,000-rule chain %v; [a-z]{0,1000000} compile + first mask %v", chain, counter)
+	require.Less(t, chain, 4*time.Second)
+	require.Less(t, counter, 200*time.Millisecond)
 }

@@ -220,7 +220,10 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 	require.NoError(t, err)
 	cases = append(cases,
 		tc{"schema", sch},
-		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`})
+		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`},
+		// Counters (counts above 64 are not unrolled), nested in a group, with
+		// a minimum, ambiguous (two ways through "ab"), and unbounded.
+		tc{"counters", `root ::= ("\"" [^"]{0,100} "\"" | [a-z]{66,70} " " | ("ab" | "a" | "b"){0,80} "." | ("x" [0-9]){65,} ";" | "é"{0,1000000} "!") root?`})
 	states := 60
 	if testing.Short() {
 		states = 12

@@ -44,6 +44,10 @@ func checkInvariants(t testing.TB, g *gbnf.Grammar) {
 					if e.Rule < 0 || e.Rule >= len(g.Rules) {
 						t.Fatalf("reference in %q to rule %d, out of range", r.Name, e.Rule)
 					}
+				case gbnf.Repeat:
+					if e.Rule < 0 || e.Rule >= len(g.Rules) || e.Min < 0 || e.Max < 1 || e.Min > e.Max {
+						t.Fatalf("repetition in %q: rule %d {%d,%d}", r.Name, e.Rule, e.Min, e.Max)
+					}
 				case gbnf.Token:
 					if e.Name != "" && e.Token != -1 || e.Name == "" && e.Token < 0 {
 						t.Fatalf("token in %q: id %d, name %q", r.Name, e.Token, e.Name)

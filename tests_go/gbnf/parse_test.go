@@ -127,6 +127,6 @@ func TestParseLargeButBounded(t *testing.T) {
 	g, err := gbnf.Parse(`root ::= "a"{2000} [0-9]{0,5000} ("x"{0,99}){0,99}`)
 	require.NoError(t, err)
 	checkInvariants(t, g)
-	assert.Greater(t, len(g.Rules), 5000)
+	assert.Less(t, len(g.Rules), 200, "large counts are counters, not unrolled")
 	assert.Len(t, strings.Split(strings.TrimSpace(gbnf.Format(g)), "\n"), len(g.Rules))
 }

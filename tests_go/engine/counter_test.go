@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// TestCountedRepetitionIsACounter: x{m,n} with large counts is kept as a counter,
+// so compiling it and its first mask cost the same for n = 10^2 and 10^6, and it
+// matches exactly m..n rounds.
+func TestCountedRepetitionIsACounter(t *testing.T) {
+	v := llama3Vocab(t)
+	mask := make([]uint32, (v.Size()+31)/32)
+	var first time.Duration
+	for _, n := range []int{100, 1000000} {
+		start := time.Now()
+		g, err := gbnf.Parse(fmt.Sprintf(`root ::= [a-z]{0,%d} "."`, n))
+		require.NoError(t, err)
+		assert.Less(t, len(g.Rules), 5, "not unrolled")
+		gr, err := engine.Compile(g, v)
+		require.NoError(t, err)
+		require.NoError(t, gr.NewMatcher().FillMask(mask))
+		d := time.Since(start)
+		if n == 100 {
+			first = d
+		} else {
+			t.Logf("n=100: %v, n=10^6: %v", first, d)
+			assert.Less(t, d, time.Second)
+		}
+	}
+	bv := newListVocab("a", "b", ".", "aa", "aaa", "a.")
+	for _, c := range []struct {
+		src        string
+		ok, refuse []string
+	}{
+		{`root ::= [a-z]{3,70} "."`, []string{strings.Repeat("a", 3) + ".", strings.Repeat("ab", 35) + "."},
+			[]string{"aa.", strings.Repeat("a", 71) + "."}},
+		{`root ::= "ab"{65,}`, []string{strings.Repeat("ab", 65), strings.Repeat("ab", 200)}, []string{strings.Repeat("ab", 64), strings.Repeat("ab", 65) + "a"}},
+		{`root ::= ("a" | "aa"){0,100}`, []string{"", strings.Repeat("a", 200)}, []string{strings.Repeat("a", 201)}},
+		{`root ::= ("a"?){0,100} "."`, []string{".", "aaaa."}, []string{strings.Repeat("a", 101) + "."}},
+	} {
+		gr := compile(t, c.src, bv)
+		for _, s := range c.ok {
+			m := gr.NewMatcher()
+			require.NoError(t, m.AcceptBytes([]byte(s)), "%s: %q", c.src, s)
+			assert.True(t, m.CanEnd(), "%s: %q", c.src, s)
+		}
+		for _, s := range c.refuse {
+			m := gr.NewMatcher()
+			err := m.AcceptBytes([]byte(s))
+			assert.True(t, err != nil || !m.CanEnd(), "%s: %q accepted", c.src, s)
+		}
+	}
+}
+
+// TestCountersMaskEqualsBruteForce walks counters to and past their bounds with
+// the real Llama-3 vocabulary, taking the longest allowed token each step (so the
+// count moves fast and crosses the minimum and the maximum inside tokens), and
+// checks every mask against the per-token verdicts of every token.
+func TestCountersMaskEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	mask := make([]uint32, (v.Size()+31)/32)
+	for _, src := range []string{
+		`root ::= [a-z]{66,70} " "`,
+		`root ::= ("ab" | "a" | "b"){0,80} "."`,
+		`root ::= "é"{100,130} "!"`,
+		`root ::= ("x" [0-9]){65,} ";"`,
+		`root ::= ([a-z]{0,65} ",")+`,
+	} {
+		t.Run(src, func(t *testing.T) {
+			m := compile(t, src, v).NewMatcher()
+			for step := 0; step < 60; step++ {
+				maskErr := m.FillMask(mask)
+				require.NoError(t, maskErr)
+				if bad := bruteForceDisagreements(m, v, mask, nil, step%10 == 0); len(bad) > 0 {
+					t.Fatalf("step %d: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
+				}
+				allowed, err := m.AllowedTokens(nil)
+				require.NoError(t, err)
+				require.NotEmpty(t, allowed)
+				best := -1
+				for _, id := range allowed {
+					if !v.IsEOG(id) && (best < 0 || len(v.TokenBytes(id)) > len(v.TokenBytes(best))) {
+						best = id
+					}
+				}
+				if best < 0 {
+					require.True(t, m.CanEnd())
+					return
+				}
+				require.NoError(t, m.AcceptToken(best))
+			}
+		})
+	}
+}
