@@ -39,6 +39,7 @@ var leftRecCases = []struct {
 	{"inside a repetition", `root ::= (root "a")*`, `root ::= "a"*`, "ab", 6},
 	{"nullable base", `root ::= root "a" | `, `root ::= "a"*`, "ab", 6},
 	{"mutual, with nullable", "root ::= a \"!\"\na ::= b \"+\" | \"1\" | \"\"\nb ::= a \"-\" | a", `root ::= (("1" | ) ("-"? "+")*) "!"`, "1+-!", 6},
+	{"through a nullable counter", `root ::= [a]{0,100} root "x" | "y"`, `root ::= [a]{1,100} root "x" | "y" "x"*`, "axy", 7},
 	{"llama.cpp hardest", "root ::= asdf\nasdf ::= \"a\" | foo \"b\"\nfoo ::= \"c\" | empty asdf \"d\" | \"e\"\nempty ::= \"blah\" | ", "", "abcdehl", 0},
 }
 
