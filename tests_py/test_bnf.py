@@ -57,6 +57,8 @@ def test_from_bnf_root_and_errors() -> None:
     with pytest.raises(tether.GrammarError) as e:
         tether.Grammar.from_bnf(vocab, "<start> ::= 'a' <missing>")
     assert "1:17" in str(e.value) and "missing" in str(e.value)
+    # The constructor with dialect="bnf" takes the dialect's default start rule.
+    assert tether.Grammar(vocab, "<x> ::= 'x'\n<start> ::= <x> 'y'", dialect="bnf").matcher().accepts("xy")
     with pytest.raises(tether.GrammarError, match="unknown grammar dialect"):
         tether.Grammar(vocab, "<start> ::= 'a'", dialect="ebnf")
 

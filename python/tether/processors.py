@@ -128,12 +128,16 @@ class Grammar:
     """A compiled grammar over a vocabulary; immutable and shared by matchers.
 
     ``dialect="bnf"`` reads bnf_sampler's BNF instead of GBNF (see :meth:`from_bnf`).
+    ``root`` defaults to ``"root"`` for GBNF, and for BNF to ``<start>``, else the first
+    production.
     """
 
     def __init__(
-        self, vocab: Vocabulary, gbnf: str, root: str = "root", triggers: Triggers | None = None,
+        self, vocab: Vocabulary, gbnf: str, root: str | None = None, triggers: Triggers | None = None,
         *, dialect: str = "gbnf",
     ) -> None:
+        if root is None:
+            root = "root" if dialect == "gbnf" else ""
         self.vocab = vocab
         self.gbnf = gbnf
         self.dialect = dialect
