@@ -120,3 +120,22 @@ def test_playground_bad_grammar(tmp_path: Path) -> None:
     )
     assert r.returncode == 2
     assert '1:13: undefined rule "nowhere"' in r.stderr
+
+
+def test_validate_dialect_bnf(tmp_path: Path) -> None:
+    g = tmp_path / "g.bnf"
+    g.write_text(GRAMMAR + "<unused> ::= <unused> 'x' | 'y'\n")  # left recursion is rewritten
+
+    def validate(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(TETHER), "validate", "--grammar", str(g), "--dialect", "bnf", "--text", text],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    ok = validate("cryscanhexwanicca")
+    assert ok.returncode == 0, ok.stderr
+    short = validate("cryscanhex")
+    assert short.returncode == 1 and "the input ends" in short.stderr
+    # Without --dialect bnf the same text is not GBNF.
+    r = subprocess.run([str(TETHER), "validate", "--grammar", str(g), "--text", "x"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
