@@ -26,7 +26,7 @@ const anyTokenArg = -1
 // With longestOnly it follows bnf_sampler's listing rule (its all_possible_tokens):
 // a token that text-level elements allow is left out when a longer allowed token
 // begins with its bytes (so the literal "apple" lists apple, not a, ap, app, appl),
-// while tokens that token-level elements allow (<any!>, <[N]>, !<[N]>) are all
+// while tokens that token-level elements allow (<any!>, <except!>, <[N]>, !<[N]>) are all
 // listed, as are end-of-generation and special tokens.
 func (m *Matcher) PossibleTokens(longestOnly bool) ([]int, error) {
 	ids, err := m.AllowedTokens(nil)
