@@ -358,3 +358,24 @@ func (m *Matcher) fillExcept(n int32, mask []uint32, limit int) {
 		}
 	}
 }
+
+// exceptVerdict decides token id for the except element on top of node n, as
+// fillExcept decides its bit.
+func (m *Matcher) exceptVerdict(n int32, id int) bool {
+	g := m.g
+	a := m.fam.a
+	s := g.excepts[exceptIndex(g.elems[a.nodes[n].elem].arg)]
+	switch c := s.cut[id]; {
+	case c == cutWhole:
+		return true
+	case c > 0:
+		after := a.afterExcept(n)
+		if after <= cfgDead {
+			return false
+		}
+		rest := g.vocab.TokenBytes(id)[c:]
+		_, off := a.walkBytes(after, rest)
+		return off == len(rest)
+	}
+	return false
+}

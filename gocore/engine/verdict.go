@@ -24,6 +24,11 @@ func (m *Matcher) maskVerdict(c int32, id int) bool {
 	if slices.Contains(p.pos, int32(id)) {
 		return true
 	}
+	for _, n := range p.exc {
+		if m.exceptVerdict(n, id) {
+			return true
+		}
+	}
 	if isEOG && p.canEnd {
 		return true
 	}
@@ -96,4 +101,54 @@ func (a *arena) overCfg() int32 {
 		a.info = append(a.info, a.over)
 	}
 	return a.over
+}
+
+// ReferenceMask fills mask as FillMask does, but the slow, plain way: one walk of
+// the whole token trie from the full state, without position caches, run
+// analysis or grouping. It exists to check FillMask against (tests, fuzzing,
+// debugging); its answer is the one AcceptToken gives, token by token, and where a
+// limit prevents it, it returns a *LimitError and leaves the mask cleared.
+func (m *Matcher) ReferenceMask(mask []uint32) error {
+	m.fam.mu.Lock()
+	defer m.fam.mu.Unlock()
+	clear(mask)
+	limit := min(len(mask)*32, m.g.size)
+	if m.awaiting {
+		m.fillAll(mask, limit, true)
+		return nil
+	}
+	if err := m.limitState(); err != nil {
+		return err
+	}
+	a := m.fam.a
+	a.hit = nil
+	p := a.planFor(m.cfg)
+	if len(p.neg) > 0 {
+		m.fillAll(mask, limit, false)
+		if n := p.neg[0]; len(p.neg) == 1 && n >= 0 && int(n) < limit {
+			mask[n>>5] &^= 1 << (uint32(n) & 31)
+		}
+	}
+	m.walk(m.g.trie.nodes, m.cfg, mask, limit)
+	for _, id := range p.pos {
+		if int(id) < limit {
+			mask[id>>5] |= 1 << (uint32(id) & 31)
+		}
+	}
+	for _, n := range p.exc {
+		m.fillExcept(n, mask, limit)
+	}
+	if p.canEnd {
+		for _, id := range m.g.eog {
+			if int(id) < limit {
+				mask[id>>5] |= 1 << (uint32(id) & 31)
+			}
+		}
+	}
+	clearFrom(mask, limit)
+	if err := m.takeLimit(); err != nil {
+		clear(mask)
+		return err
+	}
+	return nil
 }

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
-
-	"github.com/tetherlm/tether/gocore/engine"
-	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 // diffBNFGrammar writes a random grammar in bnf_sampler's dialect for the
@@ -55,28 +52,4 @@ func diffBNFGrammar(r *rand.Rand) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// bnfDisagreements is bruteForceDisagreements for grammars with token-level
-// elements, which allow tokens whatever their first byte: it checks one token in
-// eight of the whole vocabulary (ids ≡ phase mod 8) and one in eight more of those
-// whose first byte the state takes, with the same per-token verdicts, so that a
-// state costs a fraction of a full check.
-func bnfDisagreements(m *engine.Matcher, v *vocab.Vocab, mask []uint32, maskErr error, phase int) []string {
-	var viable [256]bool
-	for b := 0; b < 256; b++ {
-		err := m.Clone().AcceptBytes([]byte{byte(b)})
-		viable[b] = err == nil || isLimit(err)
-	}
-	var ids []int
-	for id := 0; id < v.Size(); id++ {
-		tb := v.TokenBytes(id)
-		switch {
-		case id%8 == phase:
-			ids = append(ids, id)
-		case id%8 == (phase+4)%8 && (len(tb) == 0 || viable[tb[0]] || v.IsEOG(id)):
-			ids = append(ids, id)
-		}
-	}
-	return stateDisagreements(m, v, mask, maskErr, ids, 0)
 }

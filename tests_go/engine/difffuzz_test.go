@@ -93,11 +93,11 @@ func seq(r *rand.Rand, i, depth int, guarded *bool, item func(int, int, *bool) s
 
 // FuzzGrammarDifferential compiles a random grammar (chosen by the input's hash)
 // for the real Llama-3 vocabulary and walks it with the input's bytes choosing
-// among the allowed tokens; at every state it checks the mask against the per-token
-// verdicts of every token (IsAllowed for each one whose first byte the state takes,
-// with a clone+AcceptToken sample; the others must be out of the mask), end ⇔
-// can-end, no dead end (something allowed, or the end), and that limit states
-// report the limit on every side. Grammars the parser refuses are skipped (they are
+// among the allowed tokens; at every state it checks the mask, for every token,
+// against ReferenceMask (a plain walk of the whole trie from the whole state: no
+// position caches, run analysis or grouping), and on a sample against IsAllowed
+// and a clone's AcceptToken; end ⇔ can-end; no dead end (something allowed, or
+// the end); and that limit states report the limit on every side. Grammars the parser refuses are skipped (they are
 // the parser's tests); any panic fails.
 func FuzzGrammarDifferential(f *testing.F) {
 	for _, s := range []string{"", "a", "json", "deep", "\x00\x01\x02\x03\x04\x05\x06\x07\x08", "bnf0", "bnf3", "bnf6"} {
@@ -111,28 +111,26 @@ func FuzzGrammarDifferential(f *testing.F) {
 // diffRun is one input of FuzzGrammarDifferential.
 func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 	{
+		start := time.Now()
 		h := fnv.New64a()
 		h.Write(data)
 		r := rand.New(rand.NewSource(int64(h.Sum64())))
 		src := diffGrammar(r)
 		g, err := gbnf.Parse(src, gbnf.WithRoot("r0"))
 		// One input in three: a bnf_sampler grammar (left recursion, <any!>,
-		// <except!>), whose token-level elements take tokens whatever their first
-		// byte: a sample of every kind of token is checked (bnfDisagreements).
-		full := false
+		// <except!>).
 		if len(data) > 0 && data[len(data)-1]%3 == 0 {
 			src = diffBNFGrammar(r)
 			g, err = gbnf.ParseBNF(src, gbnf.WithRoot("r0"))
-			full = true
 		}
 		if err != nil {
 			return
 		}
 		// Small stack limits keep every state cheap to check token by token
 		// and reach limit states often (where every side must report the limit).
-		opts := []engine.Option{engine.WithMaxStacks(256)}
+		opts := []engine.Option{engine.WithMaxStacks(64)}
 		if len(data) > 0 && data[0]%4 == 0 {
-			opts = []engine.Option{engine.WithMaxStacks(64)}
+			opts = []engine.Option{engine.WithMaxStacks(16)}
 		}
 		gr, err := engine.Compile(g, v, opts...)
 		if err != nil {
@@ -142,19 +140,37 @@ func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 			return
 		}
 		m := gr.NewMatcher()
-		// Up to 3 states, each checked in full; no new state after 2 s of wall
+		ref := make([]uint32, len(mask))
+		// Up to 8 states, each checked in full; no new state after 2 s of wall
 		// time (the fuzzer counts an input over 10 s as a hang, and the machine
 		// may be shared).
-		start := time.Now()
-		for s := 0; s < 3 && time.Since(start) < 2*time.Second; s++ {
+		for s := 0; s < 8 && time.Since(start) < 2*time.Second; s++ {
 			maskErr := m.FillMask(mask)
-			check := bruteForceDisagreements
-			if full {
-				check = func(m *engine.Matcher, v *vocab.Vocab, mask []uint32, maskErr error, _ bool) []string {
-					return bnfDisagreements(m, v, mask, maskErr, int(r.Int31n(8)))
+			refErr := m.ReferenceMask(ref)
+			var bad []string
+			switch {
+			case refErr == nil && maskErr == nil:
+				// Every token: the fast mask against the plain walk of the
+				// whole trie from the whole state.
+				for id := 0; id < v.Size(); id++ {
+					if bitSet(mask, id) != bitSet(ref, id) {
+						bad = append(bad, fmt.Sprintf("token %d %q: mask %v, reference %v", id, v.TokenBytes(id), bitSet(mask, id), bitSet(ref, id)))
+					}
+				}
+			case refErr != nil && !isLimit(refErr):
+				bad = append(bad, fmt.Sprintf("ReferenceMask: %v", refErr))
+			}
+			// And IsAllowed, AcceptToken, CanEnd on a sample (allowed tokens,
+			// end tokens, random ones): the same verdicts, or the limit reported
+			// consistently.
+			sample := make([]int, 0, 400)
+			for id := 0; id < v.Size(); id++ {
+				if v.IsEOG(id) || (bitSet(mask, id) && r.Intn(200) == 0) || r.Intn(2000) == 0 {
+					sample = append(sample, id)
 				}
 			}
-			if bad := check(m, v, mask, maskErr, false); len(bad) > 0 {
+			bad = append(bad, stateDisagreements(m, v, mask, maskErr, sample, 4)...)
+			if len(bad) > 0 {
 				t.Fatalf("grammar:\n%s\nstate %d: %d disagreements, first: %v", src, s, len(bad), bad[:min(5, len(bad))])
 			}
 			if maskErr != nil {

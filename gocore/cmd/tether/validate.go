@@ -67,6 +67,11 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("%s: invalid grammar: %w", *grammarPath, err)}
 	}
 	if off, err := feedInput(m, v, *text, *refs); err != nil {
+		var le *engine.LimitError
+		if errors.As(err, &le) {
+			// Not a verdict on the text: the grammar is too costly to follow.
+			return &exitError{code: 2, err: fmt.Errorf("at byte offset %d (%s): %w", off, lineCol(*text, off), err)}
+		}
 		return &exitError{code: 1, err: fmt.Errorf("rejected at byte offset %d (%s): %v\n%s",
 			off, lineCol(*text, off), err, failureContext(*text, off))}
 	}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// The compiled program: flat elements (one instruction each, every alternative
+// closed by opEnd) and character classes.
+
+// op is what one program element does.
+type op uint8
+
+const (
+	opChar   op = iota // match one code point of classes[arg]
+	opRef              // call rule arg
+	opToken            // match token id arg (neg: any token but arg)
+	opEnd              // end of an alternative
+	opRepeat           // call rule arg between lo and hi times (a counter, see arena.expandRep)
+)
+
+// elem is one instruction of the flat program. Every alternative of every rule is a
+// run of elems closed by an opEnd, so "the element after this one" is always idx+1.
+type elem struct {
+	op     op
+	neg    bool
+	arg    int32
+	lo, hi int32 // opRepeat: the fewest and most times
+}
+
+// class is a compiled character class.
+type class struct {
+	ranges []gbnf.Range // sorted, merged (adjacent ranges joined)
+	neg    bool
+	ascii  [4]uint32 // membership of code points < 128, negation applied
+	wide   bool      // holds every valid code point >= 0x80
+	narrow bool      // holds no code point >= 0x80
+	kinds  [2]uint64 // the byte kinds (see byteKind) it takes a byte of
+	first  [8]uint32 // the bytes that can start one of its characters
+}
+
+func (c *class) has(cp rune) bool {
+	if cp < 128 && cp >= 0 {
+		return c.ascii[cp>>5]&(1<<(uint(cp)&31)) != 0
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= cp })
+	in := i < len(rs) && rs[i].Lo <= cp
+	return in != c.neg
+}
+
+// overlaps reports whether some code point in [lo, hi] is in the class.
+func (c *class) overlaps(lo, hi rune) bool {
+	if lo > hi {
+		return false
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= lo })
+	if !c.neg {
+		return i < len(rs) && rs[i].Lo <= hi
+	}
+	// Negated: some point of [lo, hi] lies outside every range. Ranges are merged, so
+	// [lo, hi] is fully covered only if a single range covers it.
+	return !(i < len(rs) && rs[i].Lo <= lo && rs[i].Hi >= hi)
+}
+
+// covers reports whether every code point in [lo, hi] is in the class.
+func (c *class) covers(lo, hi rune) bool {
+	if lo > hi {
+		return true
+	}
+	if hi < 128 {
+		for cp := lo; cp <= hi; cp++ {
+			if !c.has(cp) {
+				return false
+			}
+		}
+		return true
+	}
+	if lo < 128 {
+		return c.covers(lo, 127) && c.covers(128, hi)
+	}
+	rs := c.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= lo })
+	if !c.neg {
+		// Ranges are merged, so one range must hold all of [lo, hi].
+		return i < len(rs) && rs[i].Lo <= lo && rs[i].Hi >= hi
+	}
+	return !(i < len(rs) && rs[i].Lo <= hi)
+}
+
+func newClass(rs []gbnf.Range, neg bool) class {
+	merged := gbnf.NormalizeRanges(rs)
+	c := class{ranges: merged, neg: neg}
+	for ch := rune(0); ch < 128; ch++ {
+		in := false
+		for _, r := range merged {
+			if r.Lo <= ch && ch <= r.Hi {
+				in = true
+				break
+			}
+		}
+		if in != neg {
+			c.ascii[ch>>5] |= 1 << (uint(ch) & 31)
+		}
+	}
+	// After ascii, which has reads.
+	c.wide = c.covers(0x80, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
+	c.narrow = !overlapsValid(&c, 0x80, 0x10FFFF)
+	for b := 0; b < 0x80; b++ {
+		if c.has(rune(b)) {
+			k := byteKind(byte(b))
+			c.kinds[k>>6] |= 1 << (k & 63)
+		}
+	}
+	if !c.narrow {
+		c.kinds[1] |= 1 << 63
+	}
+	return c
+}
