@@ -89,31 +89,43 @@ type triggerSpec struct {
 // compiled grammar.
 func GrammarCompile(vocabHandle int64, src, root, triggersJSON string, maxStacks int) (int64, error) {
 	return safecall.Do("GrammarCompile", func() (int64, error) {
-		v, err := vocabs.get(vocabHandle)
-		if err != nil {
-			return 0, err
-		}
-		if maxStacks < 0 {
-			return 0, fmt.Errorf("max_stacks: %d is negative", maxStacks)
-		}
-		spec := session.Spec{Src: src, Root: root, MaxStacks: maxStacks}
-		if triggersJSON != "" {
-			var t triggerSpec
-			if err := json.Unmarshal([]byte(triggersJSON), &t); err != nil {
-				return 0, fmt.Errorf("triggers: %v", err)
-			}
-			spec.Triggers = &engine.Triggers{
-				Tokens: t.Tokens, Words: t.Words, Patterns: t.Patterns,
-				PatternsAtStart: t.PatternsAtStart, PatternsFull: t.PatternsFull, After: t.After,
-				PreservedTokens: t.PreservedTokens,
-			}
-		}
-		g, err := session.Compile(v, spec)
-		if err != nil {
-			return 0, grammarError(err)
-		}
-		return grammars.add(g), nil
+		return compileGrammar(vocabHandle, src, root, triggersJSON, "gbnf", maxStacks)
 	})
+}
+
+// GrammarCompileDialect is GrammarCompile for a grammar in dialect "gbnf" or "bnf"
+// (bnf_sampler's BNF; an empty root then means <start>, else the first rule).
+func GrammarCompileDialect(vocabHandle int64, src, root, triggersJSON, dialect string, maxStacks int) (int64, error) {
+	return safecall.Do("GrammarCompileDialect", func() (int64, error) {
+		return compileGrammar(vocabHandle, src, root, triggersJSON, dialect, maxStacks)
+	})
+}
+
+func compileGrammar(vocabHandle int64, src, root, triggersJSON, dialect string, maxStacks int) (int64, error) {
+	v, err := vocabs.get(vocabHandle)
+	if err != nil {
+		return 0, err
+	}
+	if maxStacks < 0 {
+		return 0, fmt.Errorf("max_stacks: %d is negative", maxStacks)
+	}
+	spec := session.Spec{Src: src, Root: root, Dialect: dialect, MaxStacks: maxStacks}
+	if triggersJSON != "" {
+		var t triggerSpec
+		if err := json.Unmarshal([]byte(triggersJSON), &t); err != nil {
+			return 0, fmt.Errorf("triggers: %v", err)
+		}
+		spec.Triggers = &engine.Triggers{
+			Tokens: t.Tokens, Words: t.Words, Patterns: t.Patterns,
+			PatternsAtStart: t.PatternsAtStart, PatternsFull: t.PatternsFull, After: t.After,
+			PreservedTokens: t.PreservedTokens,
+		}
+	}
+	g, err := session.Compile(v, spec)
+	if err != nil {
+		return 0, grammarError(err)
+	}
+	return grammars.add(g), nil
 }
 
 // GrammarClose releases a compiled grammar (matchers made from it keep working).

@@ -76,8 +76,10 @@ type arena struct {
 	out     []entry
 	key     []byte
 	visited map[uint64]uint32 // closure visit stamps
-	stamp   uint32
-	work    int
+	// excNodes: stepToken's stacks with an <except!(...)> on top (tokenelems.go)
+	excNodes []int32
+	stamp    uint32
+	work     int
 }
 
 func newArena(g *Grammar) *arena {
@@ -508,9 +510,16 @@ func (a *arena) stepToken(c int32, id int32, eog bool) int32 {
 		if el.op != opToken {
 			continue
 		}
+		if isExceptArg(el.neg, el.arg) {
+			a.excNodes = append(a.excNodes, n)
+			continue
+		}
 		if (!el.neg && el.arg == id) || (el.neg && el.arg != id && !eog) {
 			a.advance(n)
 		}
+	}
+	if len(a.excNodes) > 0 {
+		return a.stepExcept(id)
 	}
 	return a.finish()
 }

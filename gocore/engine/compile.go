@@ -32,7 +32,8 @@ type Grammar struct {
 	eog      []int32 // end-of-generation ids < size
 	isEOG    []bool
 	special  []bool
-	hasToken bool // the program has token elements
+	hasToken bool         // the program has token elements
+	excepts  []*exceptSet // bnf_sampler's <except!(...)> elements (tokenelems.go)
 
 	opts options
 	lazy *compiledTriggers
@@ -142,6 +143,9 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 	}
 	gr.slots = map[string]*posSlot{}
 	gr.computeFollow()
+	if err := gr.computeExcepts(); err != nil {
+		return nil, err
+	}
 	// Build the start state once now, so explosive grammars fail here, not later.
 	a := newArena(gr)
 	if c := a.start(); c == cfgLimit {
@@ -230,6 +234,12 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					gr.elems = append(gr.elems, elem{op: opRepeat, arg: int32(e.Rule), lo: int32(e.Min), hi: int32(e.Max)})
 				case gbnf.Token:
+					if e.Token == gbnf.AnyToken && e.Name == "" {
+						// bnf_sampler's <any!>: any token but none (see tokenelems.go).
+						gr.hasToken = true
+						gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: anyTokenArg})
+						break
+					}
 					id := e.Token
 					if e.Name != "" {
 						var ok bool
@@ -243,6 +253,13 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					gr.hasToken = true
 					gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
+				case gbnf.Except:
+					arg, err := gr.addExcept(e, r)
+					if err != nil {
+						return err
+					}
+					gr.hasToken = true
+					gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: arg})
 				default:
 					return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("unknown element kind %d", e.Kind)}
 				}

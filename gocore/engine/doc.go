@@ -21,6 +21,11 @@
 // are shared across the grammars of a vocabulary by a fingerprint of the structure
 // the longest token can reach.
 //
+// Token elements match whole tokens: <[N]> and !<[N]> of GBNF, and bnf_sampler's
+// <any!> and <except!(...)> (tokenelems.go), whose per-token verdicts are decided once
+// at Compile. Matcher.PossibleTokens lists the allowed tokens, all or by bnf_sampler's
+// longest-only rule.
+//
 // The package owns: the compiled program, the token trie (cached per Vocabulary),
 // stacks, masks, rollback, and lazy activation (trigger tokens, words, patterns, and
 // activation after a marker).

@@ -1,7 +1,5 @@
 package engine
 
-import "fmt"
-
 // ForcedBytes returns the bytes the grammar forces next: the longest byte string that
 // every continuation of the current state begins with, up to max bytes (jump-forward
 // decoding can emit them without asking the model). It stops early where the grammar
@@ -13,15 +11,21 @@ import "fmt"
 func (m *Matcher) ForcedBytes(max int) (out []byte, err error) {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
-	defer m.guard(&err)
 	if m.awaiting || m.cfg == cfgDead {
 		return nil, nil
 	}
+	if err := m.limitState(); err != nil {
+		return nil, err
+	}
 	a := m.fam.a
+	a.hit = nil
 	c := m.cfg
 	for len(out) < max {
 		if a.cfgs[c].canEnd || (m.g.hasToken && a.cfgs[c].tokTops) {
 			break
+		}
+		if a.cfgs[c].over {
+			return nil, m.g.stackLimit(len(a.cfgs[c].entries))
 		}
 		next, n := cfgDead, 0
 		var forced byte
@@ -31,9 +35,8 @@ func (m *Matcher) ForcedBytes(max int) (out []byte, err error) {
 				n++
 			}
 		}
-		if a.overflow != nil {
-			m.noteErr()
-			return nil, fmt.Errorf("engine: forced bytes: %w", m.err)
+		if err := m.takeLimit(); err != nil {
+			return nil, err
 		}
 		if n != 1 {
 			break

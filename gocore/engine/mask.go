@@ -10,6 +10,7 @@ type maskPlan struct {
 	canEnd  bool    // a stack is empty: end-of-generation tokens are allowed
 	pos     []int32 // token ids named by `<[N]>` on top of a stack
 	neg     []int32 // distinct ids N of `!<[N]>` on top of a stack
+	exc     []int32 // nodes with an <except!(...)> element on top (tokenelems.go)
 }
 
 type planGroup struct {
@@ -47,7 +48,9 @@ func (a *arena) planFor(c int32) *maskPlan {
 			}
 			bySlot[s] = append(bySlot[s], e)
 		case opToken:
-			if x.neg {
+			if isExceptArg(x.neg, x.arg) {
+				p.exc = append(p.exc, n)
+			} else if x.neg {
 				if !slices.Contains(p.neg, x.arg) {
 					p.neg = append(p.neg, x.arg)
 				}
@@ -82,7 +85,7 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		m.fillAll(mask, limit, false)
 		if len(p.neg) == 1 {
 			n := p.neg[0]
-			if int(n) < limit {
+			if n >= 0 && int(n) < limit {
 				mask[n>>5] &^= 1 << (uint32(n) & 31)
 			}
 		}
@@ -111,6 +114,9 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		if int(id) < limit {
 			mask[id>>5] |= 1 << (uint32(id) & 31)
 		}
+	}
+	for _, n := range p.exc {
+		m.fillExcept(n, mask, limit)
 	}
 	if p.canEnd {
 		for _, id := range g.eog {

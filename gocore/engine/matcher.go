@@ -448,7 +448,11 @@ func (m *Matcher) expected(c int32) string {
 			}
 			add(s)
 		case opToken:
-			if el.neg {
+			if isExceptArg(el.neg, el.arg) {
+				add(m.g.excepts[exceptIndex(el.arg)].describe())
+			} else if el.neg && el.arg == anyTokenArg {
+				add("any token")
+			} else if el.neg {
 				add(fmt.Sprintf("any token but <[%d]>", el.arg))
 			} else {
 				add(fmt.Sprintf("token <[%d]>", el.arg))

@@ -24,6 +24,11 @@ func (m *Matcher) maskVerdict(c int32, id int) bool {
 	if slices.Contains(p.pos, int32(id)) {
 		return true
 	}
+	for _, n := range p.exc {
+		if m.exceptVerdict(n, id) {
+			return true
+		}
+	}
 	if isEOG && p.canEnd {
 		return true
 	}
@@ -120,7 +125,7 @@ func (m *Matcher) ReferenceMask(mask []uint32) error {
 	p := a.planFor(m.cfg)
 	if len(p.neg) > 0 {
 		m.fillAll(mask, limit, false)
-		if n := p.neg[0]; len(p.neg) == 1 && int(n) < limit {
+		if n := p.neg[0]; len(p.neg) == 1 && n >= 0 && int(n) < limit {
 			mask[n>>5] &^= 1 << (uint32(n) & 31)
 		}
 	}
@@ -129,6 +134,9 @@ func (m *Matcher) ReferenceMask(mask []uint32) error {
 		if int(id) < limit {
 			mask[id>>5] |= 1 << (uint32(id) & 31)
 		}
+	}
+	for _, n := range p.exc {
+		m.fillExcept(n, mask, limit)
 	}
 	if p.canEnd {
 		for _, id := range m.g.eog {

@@ -68,7 +68,7 @@ func Productive(g *Grammar) []bool {
 		switch e.Kind {
 		case Char:
 			return true, !ClassEmpty(e.Ranges, e.Negated)
-		case Token:
+		case Token, Except:
 			return true, true
 		case Repeat:
 			return e.Min == 0, true // else: as its rule

@@ -66,6 +66,9 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	if err := c.unrollNullableCounters(); err != nil {
 		return nil, err
 	}
+	if err := rewriteLeftRecursion(c); err != nil {
+		return nil, err
+	}
 	if err := checkLeftRecursion(c); err != nil {
 		return nil, err
 	}
@@ -113,6 +116,10 @@ func (c *compiler) checkRefs(rule string, alts [][]*node) error {
 			case opRef:
 				if _, ok := c.g.Index[n.name]; !ok {
 					return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, rule)
+				}
+			case opExcept:
+				if _, ok := c.g.Index[n.name]; n.name != "" && !ok {
+					return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced by <except!([%s])> in rule %q)", n.name, n.name, rule)
 				}
 			case opGroup:
 				if err := c.checkRefs(rule, n.alts); err != nil {
@@ -297,6 +304,8 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		return []Element{{Kind: RuleRef, Rule: h}}, nil
 	case opRepeat:
 		return c.repeat(owner, n, at)
+	case opExcept:
+		return c.except(n)
 	}
 	panic("gbnf: unknown node")
 }

@@ -8,8 +8,8 @@
 // the expansion of literals into one Char element per code point and of groups
 // and repetitions into generated helper rules (counts above 64 stay counters:
 // one Repeat element, whatever the count), and the checks that make a grammar
-// safe to run: every referenced rule is defined, the root rule exists, no rule
-// is left-recursive, no dead end is reachable (an element that can never match:
+// safe to run: every referenced rule is defined, the root rule exists, left
+// recursion is rewritten away (leftrec_rewrite.go), no dead end is reachable (an element that can never match:
 // see analysis.go), and the expansion stays within limits (WithMaxRepeat,
 // WithMaxElements). Every failure is an *Error with a 1-based
 // line:col and a message that says what was expected.
@@ -30,6 +30,14 @@
 // through rules that can match the empty string by any route, not only through
 // rules with an empty alternative; a cycle that leaves nothing behind, such as
 // the one in ( [x]* )*, is harmless and accepted (see leftrec.go).
+//
+// ParseBNF (bnf.go) reads bnf_sampler's BNF dialect into the same IR, with its
+// token-level elements <any!> (a Token element with id AnyToken) and <except!(...)>
+// (an Except element); the engine gives them meaning against a vocabulary.
+//
+// Left recursion (expr ::= expr "+" term | term, directly or through other rules)
+// is not refused but rewritten into an equivalent right-recursive grammar
+// (leftrec_rewrite.go); only a cycle with no way out is still an error.
 //
 // Format writes a Grammar back as GBNF text, one line per rule, generated
 // helper rules included; parsing that text gives the same Grammar.

@@ -74,6 +74,10 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			}
 			fmt.Fprintf(b, "{%d,%d}", e.Min, e.Max)
 		case Token:
+			if e.Token == AnyToken && e.Name == "" {
+				b.WriteString("<any!>") // bnf_sampler's notation: GBNF has none
+				continue
+			}
 			if e.Negated {
 				b.WriteByte('!')
 			}
@@ -82,6 +86,8 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			} else {
 				fmt.Fprintf(b, "<[%d]>", e.Token)
 			}
+		case Except:
+			formatExcept(b, g, e) // bnf_sampler's notation: GBNF has none
 		}
 	}
 }

@@ -24,6 +24,8 @@ const (
 	// times (a counted repetition kept as a counter instead of unrolled: see
 	// Parse). The rule never matches the empty string.
 	Repeat
+	// Except is bnf_sampler's <except!(...)> (ParseBNF only; see bnf.go).
+	Except
 )
 
 // Range is an inclusive range of code points.
@@ -39,6 +41,8 @@ type Element struct {
 	Max     int     // Repeat: the most times (>= Min, >= 1)
 	Token   int     // Token: the id, or -1 when Name is set
 	Name    string  // Token: a named special token, e.g. "<|eot_id|>"
+	// Literals: Except (bnf dialect): the excepted literals, when Rule is -1.
+	Literals [][]byte
 }
 
 // Sequence is one alternative: elements matched one after another. An empty

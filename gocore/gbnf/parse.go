@@ -106,6 +106,7 @@ const (
 	opToken                 // <[N]>, <name>, !...: token, name, negated
 	opGroup                 // ( ... ) : alts
 	opRepeat                // sub followed by * + ? {m,n} : sub, min, max (-1: no max)
+	opExcept                // bnf dialect <except!(...)>: literal, or name of a rule
 )
 
 type node struct {
@@ -120,6 +121,7 @@ type node struct {
 	sub     *node
 	min     int
 	max     int
+	literal []byte // opExcept: the excepted literal (when name is empty)
 }
 
 type ruleDef struct {

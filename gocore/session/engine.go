@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,7 +86,8 @@ func limitError(err error, maxStacks int) error {
 // vocabulary compile to the same immutable grammar.
 type Spec struct {
 	Src       string
-	Root      string
+	Root      string           // "": "root" for GBNF; <start>, else the first rule, for BNF
+	Dialect   string           // "" or "gbnf": llama.cpp's GBNF; "bnf": bnf_sampler's BNF
 	Triggers  *engine.Triggers // nil: not lazy
 	MaxStacks int              // 0: the engine's default
 }
@@ -107,13 +109,20 @@ func (g *Grammar) NewMatcher() EngineMatcher {
 // Parse errors are *gbnf.Error, compile errors *engine.CompileError, a limit hit at the
 // start state an *engine.LimitError.
 func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
-	if spec.Root == "" {
-		spec.Root = "root"
+	switch spec.Dialect {
+	case "", "gbnf":
+		spec.Dialect = "gbnf"
+		if spec.Root == "" {
+			spec.Root = "root"
+		}
+	case "bnf": // an empty root: <start>, else the first production
+	default:
+		return nil, fmt.Errorf("unknown grammar dialect %q: expected \"gbnf\" or \"bnf\"", spec.Dialect)
 	}
 	if spec.MaxStacks <= 0 {
 		spec.MaxStacks = engineDefaultMaxStacks
 	}
-	key := cacheKey{v: v, src: spec.Src, root: spec.Root, maxStacks: spec.MaxStacks}
+	key := cacheKey{v: v, src: spec.Src, root: spec.Root, dialect: spec.Dialect, maxStacks: spec.MaxStacks}
 	if t := spec.Triggers; t != nil {
 		key.lazy = true
 		key.triggers = strings.Join([]string{
@@ -125,7 +134,11 @@ func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
 	if g := compiled.get(key); g != nil {
 		return g, nil
 	}
-	pg, err := gbnf.Parse(spec.Src, gbnf.WithRoot(spec.Root))
+	parse := gbnf.Parse
+	if spec.Dialect == "bnf" {
+		parse = gbnf.ParseBNF
+	}
+	pg, err := parse(spec.Src, gbnf.WithRoot(spec.Root))
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +171,7 @@ func intsKey(ids []int) string {
 type cacheKey struct {
 	v                   engine.Vocabulary
 	src, root, triggers string
+	dialect             string
 	lazy                bool
 	maxStacks           int
 }

@@ -269,16 +269,21 @@ class Grammar:
         self,
         grammar: str,
         tokenizer: Any,
-        root: str = "root",
+        root: str | None = None,
         triggers: Triggers | None = None,
         *,
         max_stacks: int | None = None,
+        dialect: str = "gbnf",
     ) -> None:
         if not isinstance(grammar, str) and isinstance(tokenizer, str):
             grammar, tokenizer = tokenizer, grammar  # the old order: Grammar(vocab, gbnf)
         if not isinstance(grammar, str):
-            raise TypeError(f"Grammar takes GBNF text (str) first, not {type(grammar).__name__}")
-        if not isinstance(root, str) or not root:
+            raise TypeError(f"Grammar takes grammar text (str) first, not {type(grammar).__name__}")
+        if dialect not in ("gbnf", "bnf"):
+            raise ValueError(f'dialect must be "gbnf" or "bnf", not {dialect!r}')
+        if root is None:
+            root = "root" if dialect == "gbnf" else ""
+        if not isinstance(root, str) or (not root and dialect == "gbnf"):
             raise TypeError(f"root must be a rule name (non-empty str), not {root!r}")
         if triggers is not None and not isinstance(triggers, Triggers):
             raise TypeError(f"triggers must be a tether.Triggers, not {type(triggers).__name__}")
@@ -289,12 +294,36 @@ class Grammar:
                 raise ValueError("max_stacks must be at least 1")
         self.vocab = _vocabulary(tokenizer, "Grammar")
         self.gbnf = grammar
+        self.dialect = dialect
         self.triggers = triggers
         self._handle = call(
-            native.bindings_GrammarCompile, self.vocab._handle, grammar, root,
-            triggers.to_json() if triggers else "", stacks,
+            native.bindings_GrammarCompileDialect, self.vocab._handle, grammar, root,
+            triggers.to_json() if triggers else "", dialect, stacks,
             error=GrammarError,
         )
+
+    @classmethod
+    def from_bnf(
+        cls, bnf: str, tokenizer: Any, root: str | None = None, triggers: Triggers | None = None,
+        *, max_stacks: int | None = None,
+    ) -> Grammar:
+        """Compile a grammar written in bnf_sampler's BNF dialect.
+
+        ``<name> ::= 'x' | "y" | <other>``; consecutive terminals merge; ``<any!>`` is any
+        one token; ``<except!('lit')>`` / ``<except!([rule])>`` is one token without the
+        excepted literals (or its part before the first); ``\\xHH`` bytes must form UTF-8
+        characters. The start rule is ``root``, else ``<start>``, else the first
+        production. Left recursion is rewritten automatically.
+
+        >>> import os, pathlib
+        >>> from transformers import PreTrainedTokenizerFast
+        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+        >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+        >>> m = Grammar.from_bnf("<start> ::= 'cryscan' <any!>", tok).matcher()
+        >>> [tok.decode([t]) for t in m.possible_tokens()]
+        ['cry']
+        """
+        return cls(bnf, tokenizer, root, triggers, max_stacks=max_stacks, dialect="bnf")
 
     def matcher(self) -> Matcher:
         """A new matcher at the start of this grammar."""
@@ -364,6 +393,18 @@ class Matcher:
         call(native.bindings_MatcherFillMask, self._handle, words.ctypes.data, words.size, error=TetherError)
         return allowed_token_ids(words, n)
 
+
+    def possible_tokens(self, longest_only: bool = True) -> list[int]:
+        """The token ids that may come next, in increasing order.
+
+        With ``longest_only`` (bnf_sampler's ``all_possible_tokens`` rule) a token allowed
+        by text is left out when a longer allowed token begins with it: the literal
+        ``"apple"`` lists ``apple``, not ``a ap app appl``. Tokens allowed by token-level
+        elements (``<any!>``, ``<except!>``, ``<[N]>``), end and special tokens are all
+        listed. ``longest_only=False`` lists every allowed token.
+        :class:`tether.GrammarLimitError` when a limit prevents an exact answer."""
+        out = call(native.bindings_MatcherPossibleTokens, self._handle, bool(longest_only), error=GrammarError)
+        return json.loads(out)
     def accept_tokens(self, token_ids: Iterable[int]) -> None:
         """Advance by several tokens; all or nothing: when one is refused, the tokens this
         call accepted are rolled back and :class:`tether.GrammarError` names the refused one."""

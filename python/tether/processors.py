@@ -147,7 +147,11 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         model: Any = None,
         generation_config: Any = None,
         inplace: bool = False,
+        dialect: str = "gbnf",
     ) -> None:
+        if dialect != "gbnf" and root == "root":
+            root = None  # type: ignore[assignment]  # the dialect's own default start rule
+        self._dialect = dialect
         if not isinstance(inplace, bool):
             raise TypeError(f"inplace must be a bool, not {type(inplace).__name__}")
         if model is not None and generation_config is not None:
@@ -203,7 +207,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                     "end tokens are part of a compiled Grammar's vocabulary: make it with "
                     "tether.Vocabulary.from_hf(tokenizer, eos_token_id=...) instead of passing them here"
                 )
-            if root != "root" or triggers is not None:
+            if root not in ("root", None) or triggers is not None:
                 raise ValueError("root= and triggers= belong to the Grammar when a Grammar is given")
             return grammar
         else:
@@ -217,7 +221,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                     vocab = Vocabulary.from_hf(tokenizer, eos)
                 elif sorted(set(eos)) != vocab.eog_token_ids:
                     raise ValueError("a tether.Vocabulary has its end tokens: give the tokenizer instead to set them")
-            return Grammar(grammar, vocab, root, triggers)
+            return Grammar(grammar, vocab, root, triggers, dialect=self._dialect)
 
     @property
     def rejected(self) -> int:

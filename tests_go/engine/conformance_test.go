@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,11 @@ func TestConformanceMustFail(t *testing.T) {
 			g, err := gbnf.Parse(tc.Grammar)
 			if err == nil {
 				_, err = engine.Compile(g, tinyVocab)
+			}
+			if strings.Contains(tc.Why, "left recursion") {
+				// Divergence (issue 17): tether rewrites left recursion.
+				require.NoError(t, err, tc.Why)
+				return
 			}
 			require.Error(t, err, tc.Why)
 			require.Less(t, time.Since(start), time.Second)

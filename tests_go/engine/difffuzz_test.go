@@ -100,7 +100,7 @@ func seq(r *rand.Rand, i, depth int, guarded *bool, item func(int, int, *bool) s
 // the end); and that limit states report the limit on every side. Grammars the parser refuses are skipped (they are
 // the parser's tests); any panic fails.
 func FuzzGrammarDifferential(f *testing.F) {
-	for _, s := range []string{"", "a", "json", "deep", "\x00\x01\x02\x03\x04\x05\x06\x07\x08"} {
+	for _, s := range []string{"", "a", "json", "deep", "\x00\x01\x02\x03\x04\x05\x06\x07\x08", "bnf0", "bnf3", "bnf6"} {
 		f.Add([]byte(s))
 	}
 	v := llama3Vocab(f)
@@ -117,6 +117,12 @@ func diffRun(t *testing.T, v *vocab.Vocab, mask []uint32, data []byte) {
 		r := rand.New(rand.NewSource(int64(h.Sum64())))
 		src := diffGrammar(r)
 		g, err := gbnf.Parse(src, gbnf.WithRoot("r0"))
+		// One input in three: a bnf_sampler grammar (left recursion, <any!>,
+		// <except!>).
+		if len(data) > 0 && data[len(data)-1]%3 == 0 {
+			src = diffBNFGrammar(r)
+			g, err = gbnf.ParseBNF(src, gbnf.WithRoot("r0"))
+		}
 		if err != nil {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,7 @@ type grammarVector struct {
 	Valid         []string `json:"valid"`
 	Invalid       []string `json:"invalid"`
 	UsesTokenRefs bool     `json:"uses_token_refs"`
+	Why           string   `json:"why"`
 }
 
 // runGrammarCases: every valid string is accepted whole and the grammar can end;
@@ -151,6 +153,11 @@ func runGrammarMustFail(raw json.RawMessage) (*sectionResult, error) {
 	for _, c := range cases {
 		start := time.Now()
 		_, _, err := validatorFor(c.Grammar, "", "", false)
+		if strings.Contains(c.Why, "left recursion") {
+			// Divergence (issue 17): tether rewrites left recursion.
+			r.check(err == nil && time.Since(start) < time.Second, c.Name)
+			continue
+		}
 		r.check(err != nil && time.Since(start) < time.Second, c.Name)
 	}
 	return r, nil

@@ -29,6 +29,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	text := fs.String("text", "", "text to check (instead of --input)")
 	refs := fs.Bool("token-refs", false, "read <[N]> in the input as the single token with id N")
 	schemaPath := fs.String("json-schema", "", "JSON Schema file to convert and check against (instead of --grammar)")
+	dialect := fs.String("dialect", "gbnf", "grammar notation: gbnf (llama.cpp) or bnf (bnf_sampler)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		}
 		*text = string(data)
 	}
-	m, v, err := validatorFor(string(src), *root, *text, *refs)
+	m, v, err := validatorForDialect(string(src), *dialect, *root, *text, *refs)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: invalid grammar: %w", *grammarPath, err)}
 	}
@@ -89,11 +90,16 @@ var tokenRefRE = regexp.MustCompile(`<\[(\d+)\]>`)
 // behind it (engine.ByteVocabulary): one token per byte, and, below them, as many
 // special tokens as the grammar and the input refer to.
 func validatorFor(src, root, input string, refs bool) (*engine.Matcher, engine.ByteVocabulary, error) {
+	return validatorForDialect(src, "gbnf", root, input, refs)
+}
+
+// validatorForDialect is validatorFor for a grammar in the given dialect (see parseDialect).
+func validatorForDialect(src, dialect, root, input string, refs bool) (*engine.Matcher, engine.ByteVocabulary, error) {
 	var opts []gbnf.Option
 	if root != "" {
 		opts = append(opts, gbnf.WithRoot(root))
 	}
-	g, err := gbnf.Parse(src, opts...)
+	g, err := parseDialect(src, dialect, opts...)
 	if err != nil {
 		return nil, engine.ByteVocabulary{}, err
 	}
