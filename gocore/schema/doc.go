@@ -21,7 +21,8 @@
 // escapes except for control characters, no "\/"); bounded numbers take no
 // exponent; the root value has no surrounding whitespace; lone UTF-16 surrogate
 // escapes are never produced; a schema without "type" is limited to the types
-// its keywords are about ({"properties": ...} means an object); maxLength above
+// its keywords are about ({"properties": ...} means an object); a maxLength
+// intersected with a pattern above
 // the length cap (DefaultLengthCap, WithLengthCap) is lowered to it and listed
 // in the returned []Ignored with Narrowed set, and item counts above 2000 are
 // capped. "not" is enforced where it has an exact positive form (rewriteNot):

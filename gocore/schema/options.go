@@ -50,10 +50,11 @@ type config struct {
 	lengthCap     int // 0: none
 }
 
-// DefaultLengthCap is the largest minLength or maxLength written as a count in
-// a grammar unless WithLengthCap says otherwise. It exists because counted
-// repetitions used to be unrolled by the engine; with constant-size counted
-// repetitions it can be lifted (WithLengthCap(0)).
+// DefaultLengthCap is the largest minLength or maxLength intersected with a
+// pattern's automaton (whose size grows with the bound) unless WithLengthCap says
+// otherwise. A plain string's bounds are never capped: they are one counted
+// repetition, which costs the same for any count (minLength is only bounded by
+// gbnf.DefaultMaxRepeat, the largest count a grammar may require).
 const DefaultLengthCap = 5000
 
 // WithLengthCap sets the length cap (default DefaultLengthCap; n <= 0: no cap).

@@ -797,10 +797,12 @@ func (c *conv) stringExpr(o *object, ptr string) (string, error) {
 		}
 		return seq(q, group(body), q), nil
 	}
-	if err := c.minLengthTooLarge(minL, ptr); err != nil {
-		return "", err
+	// A plain string's length bounds are one counted repetition, which costs the
+	// same for any count: maxLength needs no cap. Only the minimum is bounded, by
+	// the largest count a grammar may require (llama.cpp's limit).
+	if minL > gbnf.DefaultMaxRepeat {
+		return "", c.errorf("minLength", ptr, "minLength %d is above %d, the largest count a grammar may require", minL, gbnf.DefaultMaxRepeat)
 	}
-	maxL = c.capLength(maxL, ptr)
 	if minL == 0 && maxL < 0 {
 		return primRef(c.b, "string"), nil
 	}
