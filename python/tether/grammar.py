@@ -280,7 +280,7 @@ class Grammar:
         if not isinstance(grammar, str):
             raise TypeError(f"Grammar takes grammar text (str) first, not {type(grammar).__name__}")
         if dialect not in ("gbnf", "bnf"):
-            raise ValueError(f'dialect must be "gbnf" or "bnf", not {dialect!r}')
+            raise GrammarError(f'unknown grammar dialect {dialect!r}: expected "gbnf" or "bnf"')
         if root is None:
             root = "root" if dialect == "gbnf" else ""
         if not isinstance(root, str) or (not root and dialect == "gbnf"):
