@@ -25,24 +25,7 @@ type leftEdge struct {
 
 func checkLeftRecursion(c *compiler) error {
 	g := c.g
-	nullable := Nullable(g)
-	edges := make([][]leftEdge, len(g.Rules))
-	for r, rule := range g.Rules {
-		for a, alt := range rule.Alts {
-			for i, e := range alt {
-				if e.Kind != RuleRef && e.Kind != Repeat {
-					break
-				}
-				// A counter's frame stays below its rule: it always grows.
-				grows := i < len(alt)-1 || e.Kind == Repeat
-				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: grows, site: refSite{r, a, i}})
-				if !nullable[e.Rule] && !(e.Kind == Repeat && e.Min == 0) {
-					break
-				}
-			}
-		}
-	}
-	comp := components(edges)
+	edges, comp := leftGraph(g, Nullable(g))
 	for r := range edges {
 		for _, e := range edges[r] {
 			if !e.grows || comp[r] != comp[e.to] {
