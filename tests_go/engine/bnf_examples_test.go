@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,19 +18,7 @@ import (
 // bnf_sampler's README examples (seed 003) with the Llama-2 and Llama-3
 // vocabularies (issue 17).
 
-var (
-	llama2Once sync.Once
-	llama2     *vocab.Vocab
-	llama2Err  error
-)
-
-func llama2Vocab(t testing.TB) *vocab.Vocab {
-	t.Helper()
-	path := testdata.TokenizerFile(t, "llama2", "tokenizer.json")
-	llama2Once.Do(func() { llama2, llama2Err = vocab.LoadFile(path) })
-	require.NoError(t, llama2Err)
-	return llama2
-}
+func llama2Vocab(t testing.TB) *vocab.Vocab { return testdata.Vocab(t, "llama2") }
 
 type namedVocab struct {
 	name string

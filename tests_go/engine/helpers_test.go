@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,20 +82,8 @@ func loadCases(t testing.TB) *llamaCases {
 	return &c
 }
 
-var (
-	llama3Once sync.Once
-	llama3     *vocab.Vocab
-	llama3Err  error
-)
-
 // llama3Vocab is the real Llama-3 vocabulary (128,256 tokens).
-func llama3Vocab(t testing.TB) *vocab.Vocab {
-	t.Helper()
-	path := testdata.TokenizerFile(t, "llama3", "tokenizer.json")
-	llama3Once.Do(func() { llama3, llama3Err = vocab.LoadFile(path) })
-	require.NoError(t, llama3Err)
-	return llama3
-}
+func llama3Vocab(t testing.TB) *vocab.Vocab { return testdata.Vocab(t, "llama3") }
 
 // isLimit reports whether err is (or wraps) an *engine.LimitError.
 func isLimit(err error) bool {

@@ -45,7 +45,7 @@ func lazyVocab(t *testing.T, name string) *vocab.Vocab {
 		raw = bytes.ReplaceAll(raw, []byte(`"<|reserved_special_token_2|>"`), []byte(`"<|python_tag|>"`))
 		v, err = vocab.Load(raw, vocab.WithoutCache())
 	} else {
-		v, err = vocab.LoadFile(testdata.TokenizerFile(t, name, "tokenizer.json"))
+		v = testdata.Vocab(t, name)
 	}
 	require.NoError(t, err)
 	lazyVocabs[name] = v

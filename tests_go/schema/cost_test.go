@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +21,12 @@ import (
 // The cost of a schema is measured as a user pays it: schema text -> GBNF ->
 // parsed grammar -> compiled for the real Llama-3 vocabulary -> first mask.
 
-var (
-	llama3Once sync.Once
-	llama3     *vocab.Vocab
-	llama3Err  error
-)
-
 // llama3Vocab is the real Llama-3 vocabulary (128,256 tokens), its trie built.
 func llama3Vocab(t testing.TB) *vocab.Vocab {
 	t.Helper()
-	path := testdata.TokenizerFile(t, "llama3", "tokenizer.json")
-	llama3Once.Do(func() {
-		llama3, llama3Err = vocab.LoadFile(path)
-		if llama3Err == nil {
-			llama3Err = engine.Prepare(llama3)
-		}
-	})
-	require.NoError(t, llama3Err)
-	return llama3
+	v := testdata.Vocab(t, "llama3")
+	require.NoError(t, engine.Prepare(v))
+	return v
 }
 
 // schemaToFirstMask converts, parses and compiles a schema for v and fills the

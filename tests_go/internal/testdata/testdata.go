@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+
+	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 // Tokenizers are the test tokenizers `make setup` fetches, by directory name.
@@ -37,6 +40,29 @@ func TokenizerFile(t testing.TB, name, file string) string {
 		t.Fatalf("test tokenizer missing (%v); run `make setup` to fetch it", err)
 	}
 	return p
+}
+
+var (
+	vocabMu sync.Mutex
+	vocabs  = map[string]*vocab.Vocab{}
+)
+
+// Vocab is the real vocabulary of test tokenizer name (e.g. "llama3"), loaded
+// once per test binary and shared (a Vocab is immutable).
+func Vocab(t testing.TB, name string) *vocab.Vocab {
+	t.Helper()
+	path := TokenizerFile(t, name, "tokenizer.json")
+	vocabMu.Lock()
+	defer vocabMu.Unlock()
+	if v := vocabs[name]; v != nil {
+		return v
+	}
+	v, err := vocab.LoadFile(path)
+	if err != nil {
+		t.Fatalf("loading test tokenizer %s: %v", name, err)
+	}
+	vocabs[name] = v
+	return v
 }
 
 // ReadTokenizerFile reads TokenizerFile(t, name, file).
