@@ -125,7 +125,35 @@ def _handles(grammar: Any, tokenizer: Any, eos_token_id: Any) -> tuple[int, int,
     return (grammar._handle if grammar is not None else 0), (vocab._handle if vocab is not None else 0), (grammar, vocab)
 
 
-class SamplerChain:
+class _NativeSampler:
+    """What SamplerChain and SamplingLogitsProcessor share: the Go sampler handle,
+    made from llama.cpp's parameters (see SamplerChain), and its warnings."""
+
+    def __init__(
+        self,
+        samplers: str | Sequence[str] = DEFAULT_SAMPLERS,
+        *,
+        seed: int | None = DEFAULT_SEED,
+        grammar: GrammarLogitsProcessor | Grammar | None = None,
+        tokenizer: Any = None,
+        eos_token_id: int | Iterable[int] | None = None,
+        **params: Any,
+    ) -> None:
+        gh, vh, self._keep = _handles(grammar, tokenizer, eos_token_id)
+        self._handle = _call(native.bindings_SamplerNew, _params_json(samplers, seed, params), gh, vh)
+        self._n_vocab = 0
+        self._lock = threading.Lock()
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings about the configuration (e.g. penalties placed after top_p)."""
+        return json.loads(_call(native.bindings_SamplerWarnings, self._handle))
+
+    def __del__(self) -> None:
+        _release(self, native.bindings_SamplerClose)
+
+
+class SamplerChain(_NativeSampler):
     """llama.cpp's sampler chain for one sequence: logit-bias, the samplers in
     ``samplers`` order, then ``dist`` seeded with ``seed`` (mirostat 1/2 replace the
     middle), like ``common_sampler`` in llama.cpp.
@@ -150,25 +178,6 @@ class SamplerChain:
     >>> chain.accept(tok)
     """
 
-    def __init__(
-        self,
-        samplers: str | Sequence[str] = DEFAULT_SAMPLERS,
-        *,
-        seed: int | None = DEFAULT_SEED,
-        grammar: GrammarLogitsProcessor | Grammar | None = None,
-        tokenizer: Any = None,
-        eos_token_id: int | Iterable[int] | None = None,
-        **params: Any,
-    ) -> None:
-        gh, vh, self._keep = _handles(grammar, tokenizer, eos_token_id)
-        self._handle = _call(native.bindings_SamplerNew, _params_json(samplers, seed, params), gh, vh)
-        self._n_vocab = 0
-        self._lock = threading.Lock()
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings about the configuration (e.g. penalties placed after top_p)."""
-        return json.loads(_call(native.bindings_SamplerWarnings, self._handle))
 
     def describe(self) -> str:
         """The chain as llama.cpp prints it: ``logits -> logit-bias -> ... -> dist``."""
@@ -200,9 +209,6 @@ class SamplerChain:
     def reset(self) -> None:
         """Forget the history and reseed (a fixed seed gives the same draws again)."""
         _call(native.bindings_SamplerReset, self._handle)
-
-    def __del__(self) -> None:
-        _release(self, native.bindings_SamplerClose)
 
 
 __all__ = ["DEFAULT_SAMPLERS", "DEFAULT_SEED", "ParamError", "SamplerChain"]

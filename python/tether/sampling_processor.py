@@ -6,19 +6,12 @@ Kept apart from :mod:`tether.sampling` because it subclasses transformers'
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ._native_call import native
-from .grammar import Grammar, _release
-from .sampling import DEFAULT_SAMPLERS, DEFAULT_SEED, _call, _handles, _params_json
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .processors import GrammarLogitsProcessor
+from .sampling import _call, _NativeSampler
 
 try:  # transformers is optional: without it the processor still works as a callable
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -26,7 +19,7 @@ except Exception:  # pragma: no cover - ImportError, or transformers without tor
     _LogitsProcessorBase = object  # type: ignore[assignment,misc]
 
 
-class SamplingLogitsProcessor(_LogitsProcessorBase):
+class SamplingLogitsProcessor(_NativeSampler, _LogitsProcessorBase):
     """llama.cpp's sampler chain as the last processor of ``model.generate``.
 
     Each row's chain picks a token; the returned scores are ``-inf`` everywhere but at
@@ -47,25 +40,6 @@ class SamplingLogitsProcessor(_LogitsProcessorBase):
                                               seed=1, temp=0.7, dry_multiplier=0.8, tokenizer=tok)
         out = model.generate(**inputs, logits_processor=[proc], do_sample=False)
     """
-
-    def __init__(
-        self,
-        samplers: str | Sequence[str] = DEFAULT_SAMPLERS,
-        *,
-        seed: int | None = DEFAULT_SEED,
-        grammar: GrammarLogitsProcessor | Grammar | None = None,
-        tokenizer: Any = None,
-        eos_token_id: int | Iterable[int] | None = None,
-        **params: Any,
-    ) -> None:
-        gh, vh, self._keep = _handles(grammar, tokenizer, eos_token_id)
-        self._handle = _call(native.bindings_SamplerNew, _params_json(samplers, seed, params), gh, vh)
-        self._lock = threading.Lock()
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings about the configuration (e.g. penalties placed after top_p)."""
-        return json.loads(_call(native.bindings_SamplerWarnings, self._handle))
 
     def reset(self) -> None:
         """Forget all rows; the next call starts a new generation."""
@@ -99,8 +73,6 @@ class SamplingLogitsProcessor(_LogitsProcessorBase):
             res = res.to(device=scores.device, dtype=scores.dtype)
         return res
 
-    def __del__(self) -> None:
-        _release(self, native.bindings_SamplerClose)
 
 
 __all__ = ["SamplingLogitsProcessor"]
