@@ -6,14 +6,23 @@ import (
 	"slices"
 )
 
-// Stacks are persistent linked lists of program positions: node i is (elem, tail)
-// where elem is the position on top and tail the node below. Nodes are interned, so
-// equal stacks are the same id and stacks share their tails. Two ids are sentinels
-// that end a stack:
+// Stacks form a graph-structured stack (after Tomita): node i is (elem, tail) where
+// elem is the position on top and tail what lies below, either one node or a union
+// node standing for a set of them (the stacks with the same top over different
+// tails, merged into one: see arena.merge). Nodes are interned, so equal stacks are
+// the same id and stacks share their tails. A configuration holds at most one node
+// per top (position, counts, UTF-8 partial), so its size is bounded by the grammar,
+// not by how many parses an ambiguous grammar keeps alive (which can grow
+// exponentially with the input). Two ids are sentinels that end a stack:
 const (
 	nodeBottom int32 = 0 // the empty stack: the grammar has matched completely
 	nodeExit   int32 = 1 // the caller's frame (only in position-cache analysis)
 )
+
+// elemUnion is the elem of a union node: its tail indexes arena.sets, the nodes
+// (regular ones or sentinels, never unions) any of which may lie below. A union is
+// only ever a tail, never the top of a configuration's entry.
+const elemUnion int32 = -2
 
 const (
 	cfgDead    int32 = 0  // the configuration with no stacks
@@ -29,7 +38,7 @@ const (
 )
 
 // node is one level of a stack: the position to go on at (elem) over the rest of
-// the stack (tail). A level on a counter (an opRepeat element) also holds how many
+// the stack (tail, a node, a union node or a sentinel). A level on a counter (an opRepeat element) also holds how many
 // more rounds it needs (need) and allows (left).
 type node struct{ elem, tail, need, left int32 }
 
@@ -60,7 +69,9 @@ type arena struct {
 	g      *Grammar
 	nodes  []node
 	nodeID map[uint64]int32
-	repID  map[node]int32 // nodes on counters
+	repID  map[node]int32   // nodes on counters
+	sets   [][]int32        // union nodes' members (sorted), by node.tail
+	setID  map[string]int32 // union node by its members
 	cfgs   []config
 	cfgID  map[string]int32
 	tabs   []*[256]int32 // per configuration: memoized byte transitions, or nil
@@ -80,6 +91,9 @@ type arena struct {
 	excNodes []int32
 	stamp    uint32
 	work     int
+	seenEl   []uint32 // merge: stamp per element seen on top
+	mstamp   uint32
+	tails    []int32 // merge scratch
 }
 
 func newArena(g *Grammar) *arena {
@@ -88,6 +102,7 @@ func newArena(g *Grammar) *arena {
 		nodes:   []node{{-1, -1, 0, 0}, {-1, -1, 0, 0}},
 		nodeID:  map[uint64]int32{},
 		repID:   map[node]int32{},
+		setID:   map[string]int32{},
 		cfgID:   map[string]int32{},
 		visited: map[uint64]uint32{},
 	}
@@ -256,6 +271,19 @@ func (a *arena) expandReturn(tail int32) {
 		return
 	}
 	n := a.nodes[tail]
+	if n.elem == elemUnion {
+		// Return to each of the tails: visited once per closure (the members'
+		// own expansions are visited per element and tail as usual).
+		k := uint64(0x7FFFFFFF)<<32 | uint64(uint32(tail))
+		if a.visited[k] == a.stamp {
+			return
+		}
+		a.visited[k] = a.stamp
+		for _, m := range a.sets[n.tail] {
+			a.expandReturn(m)
+		}
+		return
+	}
 	if a.g.elems[n.elem].op == opRepeat {
 		a.expandRep(n.elem, n.tail, n.need, n.left)
 		return
@@ -282,11 +310,146 @@ func (a *arena) finish() int32 {
 	}
 	slices.Sort(a.out)
 	a.out = slices.Compact(a.out)
+	a.merge()
 	if len(a.out) > a.g.opts.hardStacks {
 		a.hit = a.g.stackLimit(len(a.out))
 		return cfgLimit
 	}
 	return a.internCfg(a.out)
+}
+
+// merge joins the entries of a.out (sorted, unique) that have the same top (the
+// same element, counts and UTF-8 partial) over different tails into one entry over
+// the union of their tails, and leaves a.out sorted. The set of stacks stays the
+// same; what an entry does next depends only on its top, so the configuration
+// steps exactly as before, but it now holds at most one entry per top.
+func (a *arena) merge() {
+	if len(a.out) < 2 {
+		return
+	}
+	if len(a.seenEl) < len(a.g.elems) {
+		a.seenEl = make([]uint32, len(a.g.elems))
+		a.mstamp = 0
+	}
+	a.mstamp++
+	if a.mstamp == 0 {
+		clear(a.seenEl)
+		a.mstamp = 1
+	}
+	dup := false
+	for _, e := range a.out {
+		n := e.node()
+		if n <= nodeExit {
+			continue
+		}
+		el := a.nodes[n].elem
+		if a.seenEl[el] == a.mstamp {
+			dup = true
+			break
+		}
+		a.seenEl[el] = a.mstamp
+	}
+	if !dup {
+		return // the common case: every top differs
+	}
+	key := func(e entry) (int32, uint32, int32, int32) {
+		n := e.node()
+		if n <= nodeExit {
+			return -1 - n, 0, 0, 0
+		}
+		nd := &a.nodes[n]
+		return nd.elem, uint32(e.partial()), nd.need, nd.left
+	}
+	slices.SortFunc(a.out, func(x, y entry) int {
+		x0, x1, x2, x3 := key(x)
+		y0, y1, y2, y3 := key(y)
+		switch {
+		case x0 != y0:
+			return cmpInt(x0, y0)
+		case x1 != y1:
+			return cmpInt(x1, y1)
+		case x2 != y2:
+			return cmpInt(x2, y2)
+		case x3 != y3:
+			return cmpInt(x3, y3)
+		}
+		return cmpInt(x, y)
+	})
+	w := 0
+	for i := 0; i < len(a.out); {
+		j := i + 1
+		if a.out[i].node() > nodeExit {
+			k0, k1, k2, k3 := key(a.out[i])
+			for j < len(a.out) {
+				y0, y1, y2, y3 := key(a.out[j])
+				if y0 != k0 || y1 != k1 || y2 != k2 || y3 != k3 {
+					break
+				}
+				j++
+			}
+		}
+		if j-i == 1 {
+			a.out[w] = a.out[i]
+			w++
+			i = j
+			continue
+		}
+		ts := a.tails[:0]
+		for k := i; k < j; k++ {
+			t := a.nodes[a.out[k].node()].tail
+			if t > nodeExit && a.nodes[t].elem == elemUnion {
+				ts = append(ts, a.sets[a.nodes[t].tail]...)
+			} else {
+				ts = append(ts, t)
+			}
+		}
+		slices.Sort(ts)
+		ts = slices.Compact(ts)
+		a.tails = ts
+		nd := a.nodes[a.out[i].node()]
+		t := a.internSet(ts)
+		var n int32
+		if a.g.elems[nd.elem].op == opRepeat {
+			n = a.internRep(nd.elem, t, nd.need, nd.left)
+		} else {
+			n = a.intern(nd.elem, t)
+		}
+		a.out[w] = mkEntry(n, a.out[i].partial())
+		w++
+		i = j
+	}
+	a.out = a.out[:w]
+	slices.Sort(a.out)
+}
+
+func cmpInt[T int32 | uint32 | entry](x, y T) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// internSet returns the node standing for the tails ts (sorted, unique, no unions):
+// the one tail itself, or the union node of them.
+func (a *arena) internSet(ts []int32) int32 {
+	if len(ts) == 1 {
+		return ts[0]
+	}
+	a.key = a.key[:0]
+	for _, t := range ts {
+		a.key = binary.LittleEndian.AppendUint32(a.key, uint32(t))
+	}
+	if id, ok := a.setID[string(a.key)]; ok {
+		return id
+	}
+	id := int32(len(a.nodes))
+	a.nodes = append(a.nodes, node{elemUnion, int32(len(a.sets)), 0, 0})
+	a.sets = append(a.sets, slices.Clone(ts))
+	a.setID[string(a.key)] = id
+	return id
 }
 
 // stackLimit is the error of a state that needs need stacks (0: unknown).

@@ -108,7 +108,8 @@ func (g *Grammar) slotOf(a *arena, n int32) *posSlot {
 	var cnts [][2]int32 // counts of the counter levels (clamped, see clampCount), if any
 	k := 0
 	t := n
-	for k < maxKeyDepth && t > nodeExit {
+	for k < maxKeyDepth && t > nodeExit && a.nodes[t].elem != elemUnion {
+		// A union of tails ends the key: it stands for a caller frame.
 		nd := &a.nodes[t]
 		buf[k] = nd.elem
 		if g.elems[nd.elem].op == opRepeat {

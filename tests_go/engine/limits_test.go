@@ -11,7 +11,6 @@ import (
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
-	"github.com/tetherlm/tether/gocore/schema"
 )
 
 // overlappingAnyOf is issue 12's recursive schema whose two anyOf branches overlap:
@@ -19,23 +18,49 @@ import (
 const overlappingAnyOf = `{"$ref":"#/$defs/n","$defs":{"n":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/n"}},
 	{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":99}]}}}`
 
-// TestLimitNeverLetsThroughWhatItRefuses nests "[" into the overlapping-anyOf
-// schema (and a GBNF grammar of the same shape) past the depth where the stack limit
-// is met (depth 12 with 8,192 stacks): at every depth, either "[" is in an exact mask
-// and accepted, or the mask, IsAllowed and AcceptToken all report a *LimitError. A
-// mask that lets "[" through and an AcceptToken that refuses it is the bug of issue
-// 12 (greedy generation ended with "[[[[[[[[[[[" + EOS).
+// nestedOptionals writes a grammar of n levels, l1 ::= open l2? close?, and so on:
+// after k opens, the close of every level opened so far may come next, so a state
+// holds k+2 stacks with different tops. Merging stacks that share a top (see
+// TestOverlappingAnyOfNested100) cannot shrink it: it meets any stack limit.
+func nestedOptionals(n int, open, close string) string {
+	var b strings.Builder
+	b.WriteString("root ::= l1\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "l%d ::= %q l%d? %q?\n", i, open, i+1, close)
+	}
+	fmt.Fprintf(&b, "l%d ::= %q %q?\n", n, open, close)
+	return b.String()
+}
+
+// manyAlternatives writes root ::= "a" x, with x one of n literals starting with
+// close: after "a", n stacks with different tops.
+func manyAlternatives(n int, lead, close string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "root ::= %q x\nx ::= ", lead)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		fmt.Fprintf(&b, "%q", close+strings.Repeat(close, i))
+	}
+	return b.String() + "\n"
+}
+
+// TestLimitNeverLetsThroughWhatItRefuses nests "[" into a grammar whose states grow
+// with the depth (nestedOptionals) past the depth where the stack limit is met: at
+// every depth, either "[" is in an exact mask and accepted, or the mask, IsAllowed
+// and AcceptToken all report a *LimitError. A mask that lets "[" through and an
+// AcceptToken that refuses it is the bug of issue 12 (greedy generation ended with
+// "[[[[[[[[[[[" + EOS on its overlapping-anyOf schema, which no longer meets a
+// limit at all).
 func TestLimitNeverLetsThroughWhatItRefuses(t *testing.T) {
 	v := llama3Vocab(t)
-	src, _, err := schema.FromJSONSchema([]byte(overlappingAnyOf))
-	require.NoError(t, err)
 	cases := []struct {
 		name, src string
 		opts      []engine.Option
 	}{
-		{"schema, 8192 stacks", src, []engine.Option{engine.WithMaxStacks(8192)}},
-		{"gbnf, 1024 stacks", `root ::= n
-n ::= "[" (n ("," n)*)? "]" | "[" (n ("," n){0,98})? "]"`, []engine.Option{engine.WithMaxStacks(1024)}},
+		{"nested optionals, 16 stacks", nestedOptionals(40, "[", "]"), []engine.Option{engine.WithMaxStacks(16)}},
+		{"nested optionals, 8 stacks", nestedOptionals(40, "[", "]"), []engine.Option{engine.WithMaxStacks(8)}},
 	}
 	open, ok := v.TokenID("[")
 	require.True(t, ok)
@@ -48,7 +73,7 @@ n ::= "[" (n ("," n)*)? "]" | "[" (n ("," n){0,98})? "]"`, []engine.Option{engin
 			m := gr.NewMatcher()
 			mask := make([]uint32, (v.Size()+31)/32)
 			limited := 0
-			for depth := 0; depth < 24; depth++ {
+			for depth := 0; depth < 40; depth++ {
 				start := time.Now()
 				maskErr := m.FillMask(mask)
 				if maskErr != nil {
@@ -85,20 +110,20 @@ func popcount(mask []uint32) int {
 func TestLimitErrorsHaveTheType(t *testing.T) {
 	v := newListVocab("a", "b", "aa")
 	t.Run("compile", func(t *testing.T) {
-		g, err := gbnf.Parse(`root ::= ("a"? ){0,60} "b"`)
+		g, err := gbnf.Parse(strings.Replace(manyAlternatives(40, "a", "b"), `root ::= "a" x`, `root ::= x`, 1))
 		require.NoError(t, err)
 		_, err = engine.Compile(g, v, engine.WithMaxStacks(16))
 		require.True(t, isLimit(err), "%v", err)
 	})
 	t.Run("bytes", func(t *testing.T) {
-		gr := compile(t, "root ::= t root | \"\"\nt ::= \"a\" | \"a\" t \"b\"", v, engine.WithMaxStacks(64))
+		gr := compile(t, nestedOptionals(300, "a", "b"), v, engine.WithMaxStacks(64))
 		m := gr.NewMatcher()
 		err := m.AcceptBytes([]byte(strings.Repeat("a", 200)))
 		require.True(t, isLimit(err), "%v", err)
 		assert.Equal(t, 0, m.History(), "a limit changes nothing")
 	})
 	t.Run("tokens", func(t *testing.T) {
-		gr := compile(t, "root ::= t root | \"\"\nt ::= \"a\" | \"a\" t \"b\"", v, engine.WithMaxStacks(64))
+		gr := compile(t, nestedOptionals(300, "a", "b"), v, engine.WithMaxStacks(64))
 		m := gr.NewMatcher()
 		mask := make([]uint32, 1)
 		var err error
