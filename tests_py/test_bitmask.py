@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, tokenizer_path
+from test_processor_usage import AMBIGUOUS
 from test_processors import tokenizer_for
 
 import tether
@@ -189,7 +190,7 @@ def test_bad_bitmasks_are_clear_errors() -> None:
 def test_limit_in_a_batch_is_grammar_limit_error_and_clears_only_that_row() -> None:
     tok = tokenizer_for("llama3")
     x = tok.convert_tokens_to_ids("x")
-    ambiguous = tether.Grammar('root ::= a\na ::= "x" a "y" | "x" a "yy" | "x"', tok, max_stacks=64)
+    ambiguous = tether.Grammar(AMBIGUOUS, tok, max_stacks=64)
     fine = tether.Grammar('root ::= "x"+', tok).matcher()
     m = ambiguous.matcher()
     mask = np.full((2, (len(tok) + 31) // 32), -1, dtype=np.int32)

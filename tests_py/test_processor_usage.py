@@ -347,7 +347,12 @@ def test_wrong_inputs_are_type_and_value_errors() -> None:
 
 # --- errors from the core: limits, dead ends ------------------------------------------------------
 
-AMBIGUOUS = 'root ::= a\na ::= "x" a "y" | "x" a "yy" | "x"'  # stacks double with every "x"
+# Every "x" opens a level that may close in 8 ways next, each at its own grammar
+# position: 8 more stacks per "x" (stacks at one position are merged into one, so only
+# distinct positions count against the limit).
+AMBIGUOUS = "root ::= l0\n" + "".join(
+    f'l{i} ::= "x" l{i + 1}? ("y" | "yy" | "yyy" | "yyyy" | "z" | "zz" | "zzz" | "zzzz")?\n' for i in range(15)
+) + 'l15 ::= "x"\n'
 
 
 def test_limit_is_grammar_limit_error() -> None:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
 	"github.com/tetherlm/tether/gocore/tokenizer"
 	"github.com/tetherlm/tether/tests_go/internal/testdata"
 )
@@ -250,4 +251,43 @@ func TestCompileCostIsLinear(t *testing.T) {
 	t.Logf("CPU: 100,000-rule chain %v; [a-z]{0,1000000} compile + first mask %v", chain, counter)
 	require.Less(t, chain, 4*time.Second)
 	require.Less(t, counter, 200*time.Millisecond)
+}
+
+// BenchmarkMaskOverlappingAnyOf is the mask of issue 12's overlapping-anyOf schema
+// (see TestOverlappingAnyOfNested100) at nesting depth 10 and 100, each time in a
+// fresh matcher (so in a state its arena has not seen, as in generation; the
+// grammar's position caches are warm): with stacks merged by top the two cost the
+// same, where separate stacks doubled per level.
+func BenchmarkMaskOverlappingAnyOf(b *testing.B) {
+	v := llama3Vocab(b)
+	src, _, err := schema.FromJSONSchema([]byte(overlappingAnyOf))
+	require.NoError(b, err)
+	gr := compile(b, src, v)
+	open, ok := v.TokenID("[")
+	require.True(b, ok)
+	mask := make([]uint32, (v.Size()+31)/32)
+	for _, depth := range []int{10, 100} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			walk := func() *engine.Matcher {
+				m := gr.NewMatcher()
+				for d := 0; d < depth; d++ {
+					if err := m.AcceptToken(open); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return m
+			}
+			require.NoError(b, walk().FillMask(mask)) // warm the position caches
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				m := walk()
+				b.StartTimer()
+				if err := m.FillMask(mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

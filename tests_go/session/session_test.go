@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -251,7 +252,7 @@ func TestLimitErrorReachesTheCaller(t *testing.T) {
 	var le *engine.LimitError
 	require.ErrorAs(t, err, &le)
 
-	// The same through the real engine: a grammar whose stacks double with every "x"
+	// The same through the real engine: a grammar whose stacks grow with every "x"
 	// under a small stack limit. The mask that would need more stacks is an error,
 	// never a mask that leaves tokens out.
 	g, err := session.Compile(voc, session.Spec{Src: ambiguous, MaxStacks: 64})
@@ -279,9 +280,18 @@ func TestLimitErrorReachesTheCaller(t *testing.T) {
 	assert.Zero(t, s2.Rejected, "a limit is not a rejected token")
 }
 
-// ambiguous doubles its stacks with every "x": each level may close with "y" or "yy".
-const ambiguous = `root ::= a
-a ::= "x" a "y" | "x" a "yy" | "x"`
+// ambiguous keeps 8 more stacks with every "x": each level opened so far may close
+// in 8 ways next, each at its own grammar position (stacks that share a position are
+// merged into one, so only distinct positions count against the limit).
+var ambiguous = func() string {
+	var b strings.Builder
+	b.WriteString("root ::= l0\n")
+	for i := 0; i < 15; i++ {
+		fmt.Fprintf(&b, "l%d ::= \"x\" l%d? (\"y\" | \"yy\" | \"yyy\" | \"yyyy\" | \"z\" | \"zz\" | \"zzz\" | \"zzzz\")?\n", i, i+1)
+	}
+	b.WriteString("l15 ::= \"x\"\n")
+	return b.String()
+}()
 
 func TestBadShape(t *testing.T) {
 	s := newSession(t, `root ::= "a"`)
