@@ -203,7 +203,7 @@ func (a *arena) expand(el, tail int32) {
 				lim, val = "work", a.g.opts.maxWork
 			}
 			a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("rule %q", a.g.names[e.arg]),
-				Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+				Msg: msgTooMany}
 			return
 		}
 		nt := tail
@@ -240,7 +240,7 @@ func (a *arena) expandRep(el, tail, need, left int32) {
 			lim, val = "work", a.g.opts.maxWork
 		}
 		a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("a repetition of rule %q", a.g.names[a.g.elems[el].arg]),
-			Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+			Msg: msgTooMany}
 		return
 	}
 	if left > 0 {
@@ -452,10 +452,13 @@ func (a *arena) internSet(ts []int32) int32 {
 	return id
 }
 
+// msgTooMany is the advice of a stacks or work limit.
+const msgTooMany = "the grammar is too ambiguous here (too many grammar positions can come next at once); simplify it, or raise the stack limit"
+
 // stackLimit is the error of a state that needs need stacks (0: unknown).
 func (g *Grammar) stackLimit(need int) *LimitError {
 	return &LimitError{Limit: "stacks", Value: g.opts.maxStacks, Need: need,
-		Msg: "the grammar is too ambiguous here (too many ways to continue at once); simplify it (e.g. make alternatives that start alike not overlap)"}
+		Msg: msgTooMany}
 }
 
 // noteLimit records that a memoized cfgLimit transition was met.

@@ -63,7 +63,9 @@ type Option func(*options)
 func WithRoot(name string) Option { return func(o *options) { o.root = name } }
 
 // WithMaxStacks caps how many stacks one state may hold (default DefaultMaxStacks).
-// A grammar so ambiguous that it needs more is not followed past that point: every
+// Stacks with the same top are merged into one, so a state holds at most one stack
+// per grammar position (and counter count, and UTF-8 prefix), however ambiguous the
+// grammar. A grammar that needs more is not followed past that point: every
 // question about such a state (FillMask, IsAllowed, AcceptToken, AcceptBytes)
 // returns a *LimitError instead of an answer, so no mask is ever inexact. A start
 // state over the cap makes Compile return the *LimitError.

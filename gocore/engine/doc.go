@@ -34,6 +34,10 @@
 // answer, FillMask, IsAllowed, AcceptToken and AcceptBytes return a *LimitError
 // (errors.go), and a mask is never partial. Counted repetitions (gbnf.Repeat) are
 // counters on the stack (arena.expandRep), so their counts cost nothing to compile.
+// Stacks form a graph-structured stack (arena.go): the stacks of a state that share
+// their top are one over the union of their tails, so an ambiguous grammar (however
+// many parses it keeps alive) costs at most one stack per grammar position, and the
+// stack limit is met only by a grammar with that many positions live at once.
 //
 // It must not know about: GBNF syntax (gocore/gbnf parses it), tokenizer file
 // formats (gocore/vocab reads them and implements Vocabulary), sampling, models, or
