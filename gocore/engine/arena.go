@@ -91,7 +91,8 @@ type arena struct {
 	excNodes []int32
 	stamp    uint32
 	work     int
-	seenEl   []uint32 // merge: stamp per element seen on top
+	seenEl   []uint32          // merge: stamp per element seen on top
+	unfolded map[int32][]int32 // unfold's results, by node
 	mstamp   uint32
 	tails    []int32 // merge scratch
 }
@@ -454,6 +455,64 @@ func (a *arena) internSet(ts []int32) int32 {
 
 // msgTooMany is the advice of a stacks or work limit.
 const msgTooMany = "the grammar is too ambiguous here (too many grammar positions can come next at once); simplify it, or raise the stack limit"
+
+// maxUnfold bounds the stacks unfold splits one node into.
+const maxUnfold = 64
+
+// unfold returns nodes standing for the same stacks as node n (a regular node on
+// top of an entry) with no union in their top maxKeyDepth levels, so that each gets
+// a position cache keyed as deep as a stack without merged tails would (see slotOf);
+// just n if n has none there, or if that takes more than maxUnfold nodes (then n's
+// key stops at the union, which is sound but leaves more tokens to the real walk).
+func (a *arena) unfold(n int32) []int32 {
+	if r, ok := a.unfolded[n]; ok {
+		return r
+	}
+	r, ok := a.unfoldAt(n, 1)
+	if !ok {
+		r = []int32{n}
+	}
+	if a.unfolded == nil {
+		a.unfolded = map[int32][]int32{}
+	}
+	a.unfolded[n] = r
+	return r
+}
+
+// unfoldAt is unfold for node n at level d of the key; ok is false past maxUnfold.
+func (a *arena) unfoldAt(n int32, d int) (out []int32, ok bool) {
+	nd := a.nodes[n]
+	if d >= maxKeyDepth || nd.tail <= nodeExit {
+		return []int32{n}, true
+	}
+	tails := []int32{nd.tail}
+	if t := a.nodes[nd.tail]; t.elem == elemUnion {
+		tails = a.sets[t.tail]
+	}
+	same := len(tails) == 1
+	for _, t := range tails {
+		var us []int32
+		if t <= nodeExit {
+			us = []int32{t}
+		} else if us, ok = a.unfoldAt(t, d+1); !ok {
+			return nil, false
+		}
+		if same && len(us) == 1 && us[0] == t {
+			return []int32{n}, true // nothing to split below
+		}
+		for _, u := range us {
+			if len(out) == maxUnfold {
+				return nil, false
+			}
+			if a.g.elems[nd.elem].op == opRepeat {
+				out = append(out, a.internRep(nd.elem, u, nd.need, nd.left))
+			} else {
+				out = append(out, a.intern(nd.elem, u))
+			}
+		}
+	}
+	return out, true
+}
 
 // stackLimit is the error of a state that needs need stacks (0: unknown).
 func (g *Grammar) stackLimit(need int) *LimitError {

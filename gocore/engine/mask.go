@@ -42,11 +42,16 @@ func (a *arena) planFor(c int32) *maskPlan {
 		x := a.g.elems[el]
 		switch x.op {
 		case opChar:
-			s := a.g.slotOf(a, n)
-			if _, ok := bySlot[s]; !ok {
-				slots = append(slots, s)
+			// Merged tails split for deeper keys; each slot's uncertain tokens
+			// are walked from the whole entry (its stacks are a superset of
+			// the slot's, all in the configuration, so the mask stays exact).
+			for _, u := range a.unfold(n) {
+				s := a.g.slotOf(a, u)
+				if _, ok := bySlot[s]; !ok {
+					slots = append(slots, s)
+				}
+				bySlot[s] = append(bySlot[s], e)
 			}
-			bySlot[s] = append(bySlot[s], e)
 		case opToken:
 			if isExceptArg(x.neg, x.arg) {
 				p.exc = append(p.exc, n)
@@ -62,6 +67,7 @@ func (a *arena) planFor(c int32) *maskPlan {
 	for _, s := range slots {
 		es := bySlot[s]
 		slices.Sort(es)
+		es = slices.Compact(es)
 		p.groups = append(p.groups, planGroup{slot: s, cfg: a.internCfg(es)})
 	}
 	if len(part) > 0 {
