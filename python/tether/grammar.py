@@ -253,8 +253,9 @@ class Grammar:
 
     ``tokenizer`` is a transformers fast tokenizer or a :class:`Vocabulary`. ``root``
     names the start rule, ``triggers`` makes the grammar lazy, ``max_stacks`` caps the
-    parse stacks one state may hold (default 8192; a state that needs more raises
-    :class:`tether.GrammarLimitError` instead of giving an inexact mask).
+    parse stacks one state may hold (default 16384; stacks with the same top are merged,
+    so that is at most one per grammar position live at once; a state that needs more
+    raises :class:`tether.GrammarLimitError` instead of giving an inexact mask).
 
     >>> import os, pathlib
     >>> from transformers import PreTrainedTokenizerFast
