@@ -142,7 +142,7 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 		}
 	}
 	gr.slots = map[string]*posSlot{}
-	gr.computeFollow()
+	gr.computeFollow(gbnf.Nullable(g))
 	if err := gr.computeExcepts(); err != nil {
 		return nil, err
 	}
