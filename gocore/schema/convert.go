@@ -465,7 +465,7 @@ func allOfSchema(a, b any) any {
 	case a == false || b == false:
 		return false
 	}
-	if valueKey(a) == valueKey(b) {
+	if sameValue(a, b) {
 		return a
 	}
 	o := newObject()
