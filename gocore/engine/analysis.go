@@ -159,7 +159,7 @@ func (gr *Grammar) checkLeftRecursion(g *gbnf.Grammar) error {
 	var path []int
 	// True nullability (shared with gbnf's own check), then left calls that are
 	// not tail calls.
-	nullable := gbnf.Nullable(g)
+	nullable := gr.nullable
 	type edge struct {
 		to   int32
 		tail bool

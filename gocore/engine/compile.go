@@ -42,6 +42,7 @@ type Grammar struct {
 	slots  map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
 	arenas []*arena            // idle arenas position caches are computed in (posMu)
 	follow [][8]uint32         // per rule: first bytes that may follow it
+	nullable []bool // per rule: can match the empty string (during Compile only)
 	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
 	followKinds [][2]uint64
 }
@@ -142,7 +143,8 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 		}
 	}
 	gr.slots = map[string]*posSlot{}
-	gr.computeFollow(gbnf.Nullable(g))
+	gr.computeFollow(gr.nullable)
+	gr.nullable = nil
 	if err := gr.computeExcepts(); err != nil {
 		return nil, err
 	}
@@ -186,7 +188,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.names = make([]string, n)
 	classIdx := map[string]int32{}
 	var kb []byte
-	var nullable []bool // computed if a counter needs it
+	nullable := gbnf.Nullable(g)
 	for ri, r := range g.Rules {
 		gr.names[ri] = r.Name
 		if len(r.Alts) == 0 {
@@ -225,9 +227,6 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
-					}
-					if nullable == nil {
-						nullable = gbnf.Nullable(g)
 					}
 					if nullable[e.Rule] {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[e.Rule].Name)}
@@ -287,6 +286,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	}
 	gr.computeRem()
 	gr.computeMinLen()
+	gr.nullable = nullable
 	if err := gr.checkLeftRecursion(g); err != nil {
 		return err
 	}
