@@ -114,19 +114,36 @@ func (gr *Grammar) computeMinLen() {
 		}
 		return min(total, minCap)
 	}
-	for changed := true; changed; {
-		changed = false
-		for r := range n {
-			m := gr.minLen[r]
-			for _, alt := range gr.rules[r] {
-				m = min(m, altMin(alt))
-			}
-			if m < gr.minLen[r] {
-				gr.minLen[r] = m
-				changed = true
+	// Each rule's bound depends on the rules it calls: solve one strongly
+	// connected component at a time, after those it calls (a component of one
+	// rule, the usual case, in one step; a recursive one by iterating over its
+	// own members only), so a chain of rules costs linear time.
+	var deps unionGraph
+	deps.reset(n)
+	for r := range n {
+		for _, a := range gr.rules[r] {
+			for i := a; gr.elems[i].op != opEnd; i++ {
+				if e := gr.elems[i]; e.op == opRef || e.op == opRepeat {
+					deps.add(int32(r), e.arg)
+				}
 			}
 		}
 	}
+	deps.components(func(members []int32, _ func(int32) []int32, _ []bool) {
+		for changed := true; changed; {
+			changed = false
+			for _, r := range members {
+				m := gr.minLen[r]
+				for _, alt := range gr.rules[r] {
+					m = min(m, altMin(alt))
+				}
+				if m < gr.minLen[r] {
+					gr.minLen[r] = m
+					changed = true
+				}
+			}
+		}
+	})
 	gr.minRest = make([]int32, len(gr.elems))
 	for i := len(gr.elems) - 1; i >= 0; i-- {
 		var c int32
@@ -364,10 +381,31 @@ func (g *unionGraph) add(r, s int32) {
 }
 
 // close replaces each sets[r] by the union of the sets of every rule r reaches
-// (itself included). It is Tarjan's algorithm, iterative (chains of 100,000
-// rules are ordinary): a component is complete when its root is popped, after
-// every component it reaches, so the sets it depends on are final by then.
+// (itself included), one component at a time: a component comes after every
+// component it reaches, so the sets it depends on are final by then.
 func (g *unionGraph) close(sets []byteSet) {
+	g.components(func(members []int32, adj func(int32) []int32, done []bool) {
+		var acc byteSet
+		for _, m := range members {
+			acc.union(&sets[m])
+			for _, w := range adj(m) {
+				if done[w] {
+					acc.union(&sets[w])
+				}
+			}
+		}
+		for _, m := range members {
+			sets[m] = acc
+		}
+	})
+}
+
+// components calls visit with the graph's strongly connected components, each
+// after every component it has an edge to (Tarjan's algorithm, iterative:
+// chains of 100,000 rules are ordinary). adj gives a rule's edges; done marks the
+// rules of the components visited before this one (members are marked after
+// visit returns).
+func (g *unionGraph) components(visit func(members []int32, adj func(int32) []int32, done []bool)) {
 	n := g.n
 	// Adjacency in compressed rows.
 	start := make([]int32, n+1)
@@ -377,13 +415,14 @@ func (g *unionGraph) close(sets []byteSet) {
 	for r := 0; r < n; r++ {
 		start[r+1] += start[r]
 	}
-	adj := make([]int32, len(g.from))
+	adjs := make([]int32, len(g.from))
 	fill := make([]int32, n)
 	copy(fill, start[:n])
 	for i, r := range g.from {
-		adj[fill[r]] = g.to[i]
+		adjs[fill[r]] = g.to[i]
 		fill[r]++
 	}
+	adj := func(r int32) []int32 { return adjs[start[r]:start[r+1]] }
 	const unvisited = -1
 	index := make([]int32, n) // visit order, or unvisited
 	low := make([]int32, n)
@@ -406,7 +445,7 @@ func (g *unionGraph) close(sets []byteSet) {
 		for len(calls) > 0 {
 			v := calls[len(calls)-1]
 			if next[v] < start[v+1] {
-				w := adj[next[v]]
+				w := adjs[next[v]]
 				next[v]++
 				switch {
 				case index[w] == unvisited:
@@ -428,24 +467,14 @@ func (g *unionGraph) close(sets []byteSet) {
 			if low[v] != index[v] {
 				continue
 			}
-			// v roots a component: the stack from v up. Union the members' own
-			// sets and the (final) sets of the components they point to.
+			// v roots a component: the stack from v up.
 			k := len(stack) - 1
 			for stack[k] != v {
 				k--
 			}
 			members := stack[k:]
-			var acc byteSet
+			visit(members, adj, done)
 			for _, m := range members {
-				acc.union(&sets[m])
-				for _, w := range adj[start[m]:start[m+1]] {
-					if done[w] {
-						acc.union(&sets[w])
-					}
-				}
-			}
-			for _, m := range members {
-				sets[m] = acc
 				done[m] = true
 			}
 			stack = stack[:k]

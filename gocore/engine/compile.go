@@ -196,7 +196,8 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		}
 		for _, alt := range r.Alts {
 			gr.rules[ri] = append(gr.rules[ri], int32(len(gr.elems)))
-			for _, e := range alt {
+			for ei := range alt {
+				e := &alt[ei] // by pointer: an Element is over 100 bytes
 				switch e.Kind {
 				case gbnf.Char:
 					// Classes are deduplicated by their written ranges (a key
@@ -253,7 +254,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					gr.hasToken = true
 					gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
 				case gbnf.Except:
-					arg, err := gr.addExcept(e, r)
+					arg, err := gr.addExcept(*e, r)
 					if err != nil {
 						return err
 					}

@@ -51,7 +51,7 @@ func ClassEmpty(ranges []Range, negated bool) bool {
 // Nullable reports, per rule, whether it can match the empty string (a worklist
 // over the alternatives made only of rule references: linear in the grammar).
 func Nullable(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) {
+	return fixpoint(g, func(e *Element) (known, ok bool) {
 		switch e.Kind {
 		case RuleRef:
 			return false, false
@@ -66,7 +66,7 @@ func Nullable(g *Grammar) []bool {
 // sequence) at all: a rule whose every alternative needs an element that matches
 // nothing, or a rule that can only call itself (a ::= b, b ::= a), is not.
 func Productive(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) {
+	return fixpoint(g, func(e *Element) (known, ok bool) {
 		switch e.Kind {
 		case Char:
 			return true, !ClassEmpty(e.Ranges, e.Negated)
@@ -83,7 +83,7 @@ func Productive(g *Grammar) []bool {
 // element holds, where leaf(e) decides the elements that are not rule references
 // (known) and whether they hold (ok), and a reference holds when its rule is in the
 // set. It is a worklist: each alternative is counted down once per reference.
-func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
+func fixpoint(g *Grammar, leaf func(*Element) (known, ok bool)) []bool {
 	n := len(g.Rules)
 	in := make([]bool, n)
 	var work []int
@@ -105,7 +105,8 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 	alts:
 		for _, alt := range rule.Alts {
 			mark := len(refs)
-			for _, e := range alt {
+			for i := range alt {
+				e := &alt[i] // by pointer: an Element is over 100 bytes
 				if known, ok := leaf(e); known {
 					if !ok {
 						refs = refs[:mark]
@@ -178,7 +179,8 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
 		for a, alt := range g.Rules[r].Alts {
-			for i, e := range alt {
+			for i := range alt {
+				e := &alt[i]
 				switch e.Kind {
 				case Char:
 					if ClassEmpty(e.Ranges, e.Negated) {
