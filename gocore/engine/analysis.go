@@ -94,56 +94,83 @@ const minCap = 1 << 20
 
 // computeMinLen fills gr.minLen and gr.minRest (a char counts one byte, a token
 // none).
+//
+// minLen is a shortest-derivation problem: an alternative costs its chars plus
+// the minLen of the rules it calls (lo times for a counter), and every such cost
+// is at least that of each rule it calls. So Knuth's generalization of Dijkstra's
+// algorithm settles the rules in order of their bound: a rule is final when it
+// leaves the heap, and an alternative is a candidate once all the rules it calls
+// are final. O(program · log rules), whatever the shape of the recursion.
 func (gr *Grammar) computeMinLen() {
 	n := len(gr.rules)
 	gr.minLen = make([]int32, n)
 	for i := range gr.minLen {
 		gr.minLen[i] = minCap
 	}
-	altMin := func(i int32) int32 {
-		var total int32
-		for ; gr.elems[i].op != opEnd && total < minCap; i++ {
-			switch e := gr.elems[i]; e.op {
-			case opChar:
-				total++
-			case opRef:
-				total += gr.minLen[e.arg]
-			case opRepeat:
-				total += int32(min(int64(e.lo)*int64(gr.minLen[e.arg]), minCap))
-			}
-		}
-		return min(total, minCap)
-	}
-	// Each rule's bound depends on the rules it calls: solve one strongly
-	// connected component at a time, after those it calls (a component of one
-	// rule, the usual case, in one step; a recursive one by iterating over its
-	// own members only), so a chain of rules costs linear time.
-	var deps unionGraph
-	deps.reset(n)
+	// Per alternative: its owner, the sum so far and the calls still pending;
+	// per rule, its uses (alternative, multiplier) in compressed rows.
+	var owner, sum, pending []int32
+	useAt := make([]int32, n+1)
 	for r := range n {
 		for _, a := range gr.rules[r] {
 			for i := a; gr.elems[i].op != opEnd; i++ {
-				if e := gr.elems[i]; e.op == opRef || e.op == opRepeat {
-					deps.add(int32(r), e.arg)
+				if e := gr.elems[i]; e.op == opRef || (e.op == opRepeat && e.lo > 0) {
+					useAt[e.arg+1]++
 				}
 			}
 		}
 	}
-	deps.components(func(members []int32, _ func(int32) []int32, _ []bool) {
-		for changed := true; changed; {
-			changed = false
-			for _, r := range members {
-				m := gr.minLen[r]
-				for _, alt := range gr.rules[r] {
-					m = min(m, altMin(alt))
-				}
-				if m < gr.minLen[r] {
-					gr.minLen[r] = m
-					changed = true
+	for r := range n {
+		useAt[r+1] += useAt[r]
+	}
+	useAlt := make([]int32, useAt[n])
+	useMul := make([]int32, useAt[n])
+	fill := make([]int32, n)
+	copy(fill, useAt[:n])
+	h := &lenHeap{}
+	for r := range n {
+		for _, a := range gr.rules[r] {
+			id := int32(len(owner))
+			var base, calls int32
+			for i := a; gr.elems[i].op != opEnd; i++ {
+				switch e := gr.elems[i]; e.op {
+				case opChar:
+					base = min(base+1, minCap)
+				case opRef, opRepeat:
+					if e.op == opRepeat && e.lo == 0 {
+						continue
+					}
+					calls++
+					useAlt[fill[e.arg]] = id
+					useMul[fill[e.arg]] = max(e.lo, 1)
+					fill[e.arg]++
 				}
 			}
+			owner = append(owner, int32(r))
+			sum = append(sum, base)
+			pending = append(pending, calls)
+			if calls == 0 {
+				h.push(base, int32(r))
+			}
 		}
-	})
+	}
+	final := make([]bool, n)
+	for h.len() > 0 {
+		v, r := h.pop()
+		if final[r] {
+			continue
+		}
+		final[r] = true
+		gr.minLen[r] = v
+		for k := useAt[r]; k < useAt[r+1]; k++ {
+			a := useAlt[k]
+			sum[a] = int32(min(int64(sum[a])+int64(useMul[k])*int64(v), minCap))
+			pending[a]--
+			if pending[a] == 0 && !final[owner[a]] {
+				h.push(sum[a], owner[a])
+			}
+		}
+	}
 	gr.minRest = make([]int32, len(gr.elems))
 	for i := len(gr.elems) - 1; i >= 0; i-- {
 		var c int32
@@ -160,6 +187,45 @@ func (gr *Grammar) computeMinLen() {
 		}
 		gr.minRest[i] = min(c+gr.minRest[i+1], minCap)
 	}
+}
+
+// lenHeap is a binary min-heap of (bound, rule) pairs for computeMinLen.
+type lenHeap struct{ v, r []int32 }
+
+func (h *lenHeap) len() int { return len(h.v) }
+
+func (h *lenHeap) push(v, r int32) {
+	h.v, h.r = append(h.v, v), append(h.r, r)
+	for i := len(h.v) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h.v[p] <= h.v[i] {
+			break
+		}
+		h.v[p], h.v[i], h.r[p], h.r[i] = h.v[i], h.v[p], h.r[i], h.r[p]
+		i = p
+	}
+}
+
+func (h *lenHeap) pop() (v, r int32) {
+	v, r = h.v[0], h.r[0]
+	last := len(h.v) - 1
+	h.v[0], h.r[0] = h.v[last], h.r[last]
+	h.v, h.r = h.v[:last], h.r[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= last {
+			break
+		}
+		if c+1 < last && h.v[c+1] < h.v[c] {
+			c++
+		}
+		if h.v[i] <= h.v[c] {
+			break
+		}
+		h.v[i], h.v[c], h.r[i], h.r[c] = h.v[c], h.v[i], h.r[c], h.r[i]
+		i = c
+	}
+	return v, r
 }
 
 // remMany is Grammar.rem's "unbounded or large".
