@@ -232,7 +232,7 @@ func checkDeadEnds(c *compiler) error {
 		return nil
 	}
 	pos := c.g.Rules[d.Rule].Pos
-	if off, ok := c.refOff[refSite{d.Rule, d.Alt, d.Elem}]; ok {
+	if off, ok := c.refOffset(refSite{d.Rule, d.Alt, d.Elem}); ok {
 		pos = c.p.position(off)
 	} else if e := c.g.Rules[d.Rule].Alts[d.Alt][d.Elem]; e.Kind == Char && len(e.Ranges) > 0 {
 		if off, ok := c.charOff[&e.Ranges[0]]; ok {
