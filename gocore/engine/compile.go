@@ -189,6 +189,14 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	classIdx := map[string]int32{}
 	var kb []byte
 	nullable := gbnf.Nullable(g)
+	size := 2 * n // the trampolines
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			size += len(alt) + 1
+		}
+	}
+	gr.elems = make([]elem, 0, size)
+	gr.ruleOf = make([]int32, 0, size)
 	for ri, r := range g.Rules {
 		gr.names[ri] = r.Name
 		if len(r.Alts) == 0 {

@@ -256,7 +256,15 @@ func (c *compiler) alts(rule int, alts [][]*node) ([]Sequence, error) {
 // seq compiles items that start at index at of the alternative being built
 // (c.rule, c.alt): a whole alternative, or a group written inline.
 func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
-	out := Sequence{}
+	size := 0 // the elements of literals and one per other item: usually exact
+	for _, n := range seq {
+		if n.op == opLiteral {
+			size += len(n.runes)
+		} else {
+			size++
+		}
+	}
+	out := make(Sequence, 0, size)
 	for _, n := range seq {
 		// Literals and references, the common items, go straight into out.
 		switch n.op {
