@@ -94,36 +94,80 @@ const minCap = 1 << 20
 
 // computeMinLen fills gr.minLen and gr.minRest (a char counts one byte, a token
 // none).
+//
+// minLen is a shortest-derivation problem: an alternative costs its chars plus
+// the minLen of the rules it calls (lo times for a counter), and every such cost
+// is at least that of each rule it calls. So Knuth's generalization of Dijkstra's
+// algorithm settles the rules in order of their bound: a rule is final when it
+// leaves the heap, and an alternative is a candidate once all the rules it calls
+// are final. O(program · log rules), whatever the shape of the recursion.
 func (gr *Grammar) computeMinLen() {
 	n := len(gr.rules)
 	gr.minLen = make([]int32, n)
 	for i := range gr.minLen {
 		gr.minLen[i] = minCap
 	}
-	altMin := func(i int32) int32 {
-		var total int32
-		for ; gr.elems[i].op != opEnd && total < minCap; i++ {
-			switch e := gr.elems[i]; e.op {
-			case opChar:
-				total++
-			case opRef:
-				total += gr.minLen[e.arg]
-			case opRepeat:
-				total += int32(min(int64(e.lo)*int64(gr.minLen[e.arg]), minCap))
+	// Per alternative: its owner, the sum so far and the calls still pending;
+	// per rule, its uses (alternative, multiplier) in compressed rows.
+	var owner, sum, pending []int32
+	useAt := make([]int32, n+1)
+	for r := range n {
+		for _, a := range gr.rules[r] {
+			for i := a; gr.elems[i].op != opEnd; i++ {
+				if e := gr.elems[i]; e.op == opRef || (e.op == opRepeat && e.lo > 0) {
+					useAt[e.arg+1]++
+				}
 			}
 		}
-		return min(total, minCap)
 	}
-	for changed := true; changed; {
-		changed = false
-		for r := range n {
-			m := gr.minLen[r]
-			for _, alt := range gr.rules[r] {
-				m = min(m, altMin(alt))
+	for r := range n {
+		useAt[r+1] += useAt[r]
+	}
+	useAlt := make([]int32, useAt[n])
+	useMul := make([]int32, useAt[n])
+	fill := make([]int32, n)
+	copy(fill, useAt[:n])
+	h := &lenHeap{}
+	for r := range n {
+		for _, a := range gr.rules[r] {
+			id := int32(len(owner))
+			var base, calls int32
+			for i := a; gr.elems[i].op != opEnd; i++ {
+				switch e := gr.elems[i]; e.op {
+				case opChar:
+					base = min(base+1, minCap)
+				case opRef, opRepeat:
+					if e.op == opRepeat && e.lo == 0 {
+						continue
+					}
+					calls++
+					useAlt[fill[e.arg]] = id
+					useMul[fill[e.arg]] = max(e.lo, 1)
+					fill[e.arg]++
+				}
 			}
-			if m < gr.minLen[r] {
-				gr.minLen[r] = m
-				changed = true
+			owner = append(owner, int32(r))
+			sum = append(sum, base)
+			pending = append(pending, calls)
+			if calls == 0 {
+				h.push(base, int32(r))
+			}
+		}
+	}
+	final := make([]bool, n)
+	for h.len() > 0 {
+		v, r := h.pop()
+		if final[r] {
+			continue
+		}
+		final[r] = true
+		gr.minLen[r] = v
+		for k := useAt[r]; k < useAt[r+1]; k++ {
+			a := useAlt[k]
+			sum[a] = int32(min(int64(sum[a])+int64(useMul[k])*int64(v), minCap))
+			pending[a]--
+			if pending[a] == 0 && !final[owner[a]] {
+				h.push(sum[a], owner[a])
 			}
 		}
 	}
@@ -145,6 +189,45 @@ func (gr *Grammar) computeMinLen() {
 	}
 }
 
+// lenHeap is a binary min-heap of (bound, rule) pairs for computeMinLen.
+type lenHeap struct{ v, r []int32 }
+
+func (h *lenHeap) len() int { return len(h.v) }
+
+func (h *lenHeap) push(v, r int32) {
+	h.v, h.r = append(h.v, v), append(h.r, r)
+	for i := len(h.v) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h.v[p] <= h.v[i] {
+			break
+		}
+		h.v[p], h.v[i], h.r[p], h.r[i] = h.v[i], h.v[p], h.r[i], h.r[p]
+		i = p
+	}
+}
+
+func (h *lenHeap) pop() (v, r int32) {
+	v, r = h.v[0], h.r[0]
+	last := len(h.v) - 1
+	h.v[0], h.r[0] = h.v[last], h.r[last]
+	h.v, h.r = h.v[:last], h.r[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= last {
+			break
+		}
+		if c+1 < last && h.v[c+1] < h.v[c] {
+			c++
+		}
+		if h.v[i] <= h.v[c] {
+			break
+		}
+		h.v[i], h.v[c], h.r[i], h.r[c] = h.v[c], h.v[i], h.r[c], h.r[i]
+		i = c
+	}
+	return v, r
+}
+
 // remMany is Grammar.rem's "unbounded or large".
 const remMany = 255
 
@@ -159,7 +242,7 @@ func (gr *Grammar) checkLeftRecursion(g *gbnf.Grammar) error {
 	var path []int
 	// True nullability (shared with gbnf's own check), then left calls that are
 	// not tail calls.
-	nullable := gbnf.Nullable(g)
+	nullable := gr.nullable
 	type edge struct {
 		to   int32
 		tail bool
@@ -229,124 +312,113 @@ func (gr *Grammar) leftRecursionError(g *gbnf.Grammar, path []int) error {
 // computeFollow finds, for every rule, the set of bytes that can start the text
 // after the rule ends (in any context). Position caches use it to reject tokens
 // that leave a rule with a byte nothing could accept.
-func (gr *Grammar) computeFollow() {
+//
+// Both first and follow sets are unions over a dependency graph between rules
+// (first[r] ⊇ first[s] when r can start with s; follow[s] ⊇ follow[r] when s can
+// end r), so each is solved in one pass over the graph's strongly connected
+// components (closeUnions): linear in the program's size, where a global fixpoint
+// took one pass per link of the longest dependency chain. nullable is
+// gbnf.Nullable of the source grammar (a worklist, also linear).
+func (gr *Grammar) computeFollow(nullable []bool) {
 	n := len(gr.rules)
-	// first[r]: first bytes of nonempty strings of r; nullable[r].
-	first := make([][8]uint32, n)
-	nullable := make([]bool, n)
-	classFirst := make([][8]uint32, len(gr.classes))
+	classFirst := make([]byteSet, len(gr.classes))
 	for i := range gr.classes {
 		addClassFirstBytes(&gr.classes[i], &classFirst[i])
 		gr.classes[i].first = classFirst[i]
 	}
-	elemFirst := func(e elem, dst *[8]uint32) bool { // returns nullable
+	elemNullable := func(e elem) bool {
 		switch e.op {
-		case opChar:
-			for k := range dst {
-				dst[k] |= classFirst[e.arg][k]
-			}
-			return false
-		case opRef, opRepeat:
-			for k := range dst {
-				dst[k] |= first[e.arg][k]
-			}
-			return nullable[e.arg] || (e.op == opRepeat && e.lo == 0)
+		case opRef:
+			return nullable[e.arg]
+		case opRepeat:
+			return nullable[e.arg] || e.lo == 0
 		}
-		return false // tokens consume no bytes, but are not empty either
+		return false // chars, and tokens: they consume no bytes but are not empty
 	}
-	for changed := true; changed; {
-		changed = false
-		for r := 0; r < n; r++ {
-			var f [8]uint32
-			null := false
-			for _, a := range gr.rules[r] {
-				all := true
-				for i := a; gr.elems[i].op != opEnd; i++ {
-					if !elemFirst(gr.elems[i], &f) {
-						all = false
-						break
-					}
+	// first[r]: the first bytes of r's nonempty strings. r depends on every rule
+	// it can call before consuming anything.
+	first := make([]byteSet, n)
+	var deps unionGraph
+	deps.reset(n)
+	for r := 0; r < n; r++ {
+		for _, a := range gr.rules[r] {
+			for i := a; ; i++ {
+				e := gr.elems[i]
+				if e.op == opChar {
+					first[r].union(&classFirst[e.arg])
+				} else if e.op == opRef || e.op == opRepeat {
+					deps.add(int32(r), e.arg)
 				}
-				if all {
-					null = true
+				if e.op == opEnd || !elemNullable(e) {
+					break
 				}
-			}
-			if f != first[r] || null != nullable[r] {
-				first[r], nullable[r] = f, null
-				changed = true
 			}
 		}
 	}
-	follow := make([][8]uint32, n)
-	// Per alternative, sufF[j]/sufN[j] are the first bytes and nullability of the
-	// rest of the alternative from its j-th element (a suffix pass, so each round is
-	// linear in the program's size).
-	var sufF [][8]uint32
+	deps.close(first)
+
+	// follow[s]: the first bytes of what comes after s inside each alternative
+	// that calls it (local), and r's follow where that rest can be empty.
+	follow := make([]byteSet, n)
+	deps.reset(n)
+	var sufF []byteSet
 	var sufN []bool
-	for changed := true; changed; {
-		changed = false
-		for r := 0; r < n; r++ {
-			for _, a := range gr.rules[r] {
-				end := a
-				for gr.elems[end].op != opEnd {
-					end++
+	for r := 0; r < n; r++ {
+		for _, a := range gr.rules[r] {
+			end := a
+			hasRef := false
+			for ; gr.elems[end].op != opEnd; end++ {
+				op := gr.elems[end].op
+				hasRef = hasRef || op == opRef || op == opRepeat
+			}
+			if !hasRef {
+				continue
+			}
+			l := int(end - a)
+			if cap(sufF) < l+1 {
+				sufF = make([]byteSet, l+1)
+				sufN = make([]bool, l+1)
+			}
+			sufF, sufN = sufF[:l+1], sufN[:l+1]
+			sufF[l], sufN[l] = byteSet{}, true
+			for j := l - 1; j >= 0; j-- {
+				e := gr.elems[a+int32(j)]
+				var f byteSet
+				switch e.op {
+				case opChar:
+					f = classFirst[e.arg]
+				case opRef, opRepeat:
+					f = first[e.arg]
 				}
-				l := int(end - a)
-				if cap(sufF) < l+1 {
-					sufF = make([][8]uint32, l+1)
-					sufN = make([]bool, l+1)
+				null := elemNullable(e)
+				if null {
+					f.union(&sufF[j+1])
 				}
-				sufF, sufN = sufF[:l+1], sufN[:l+1]
-				sufF[l], sufN[l] = [8]uint32{}, true
-				hasRef := false
-				for j := l - 1; j >= 0; j-- {
-					e := gr.elems[a+int32(j)]
-					hasRef = hasRef || e.op == opRef || e.op == opRepeat
-					var f [8]uint32
-					null := elemFirst(e, &f)
-					if null {
-						for k := range f {
-							f[k] |= sufF[j+1][k]
-						}
-					}
-					sufF[j], sufN[j] = f, null && sufN[j+1]
-				}
-				if !hasRef {
+				sufF[j], sufN[j] = f, null && sufN[j+1]
+			}
+			for j := 0; j < l; j++ {
+				e := gr.elems[a+int32(j)]
+				if e.op != opRef && e.op != opRepeat {
 					continue
 				}
-				for j := 0; j < l; j++ {
-					e := gr.elems[a+int32(j)]
-					if e.op != opRef && e.op != opRepeat {
-						continue
-					}
-					f := follow[e.arg]
-					for k := range f {
-						f[k] |= sufF[j+1][k]
-					}
-					if e.op == opRepeat && e.hi > 1 {
-						// Another round of the counter may follow.
-						for k := range f {
-							f[k] |= first[e.arg][k]
-						}
-					}
-					if sufN[j+1] {
-						for k := range f {
-							f[k] |= follow[r][k]
-						}
-					}
-					if f != follow[e.arg] {
-						follow[e.arg] = f
-						changed = true
-					}
+				follow[e.arg].union(&sufF[j+1])
+				if e.op == opRepeat && e.hi > 1 {
+					// Another round of the counter may follow.
+					follow[e.arg].union(&first[e.arg])
+				}
+				if sufN[j+1] {
+					deps.add(e.arg, int32(r))
 				}
 			}
 		}
 	}
-	gr.follow = follow
+	deps.close(follow)
+	gr.follow = make([][8]uint32, n)
 	gr.followKinds = make([][2]uint64, n)
 	for r := range follow {
+		gr.follow[r] = follow[r]
 		for b := range 256 {
-			if follow[r][b>>5]&(1<<(uint(b)&31)) != 0 {
+			if follow[r].has(byte(b)) {
 				k := byteKind(byte(b))
 				gr.followKinds[r][k>>6] |= 1 << (k & 63)
 			}
@@ -354,12 +426,134 @@ func (gr *Grammar) computeFollow() {
 	}
 }
 
+// unionGraph is a dependency graph between rules for set unions: an edge r -> s
+// says set[r] ⊇ set[s]. Edges are collected with add, then close solves the
+// least sets in one pass over its strongly connected components (every rule of a
+// component ends with the same set), in O(rules + edges) with a handful of
+// allocations whatever the number of rules.
+type unionGraph struct {
+	n    int
+	from []int32
+	to   []int32
+}
+
+func (g *unionGraph) reset(n int) {
+	g.n, g.from, g.to = n, g.from[:0], g.to[:0]
+}
+
+func (g *unionGraph) add(r, s int32) {
+	g.from = append(g.from, r)
+	g.to = append(g.to, s)
+}
+
+// close replaces each sets[r] by the union of the sets of every rule r reaches
+// (itself included), one component at a time: a component comes after every
+// component it reaches, so the sets it depends on are final by then.
+func (g *unionGraph) close(sets []byteSet) {
+	g.components(func(members []int32, adj func(int32) []int32, done []bool) {
+		var acc byteSet
+		for _, m := range members {
+			acc.union(&sets[m])
+			for _, w := range adj(m) {
+				if done[w] {
+					acc.union(&sets[w])
+				}
+			}
+		}
+		for _, m := range members {
+			sets[m] = acc
+		}
+	})
+}
+
+// components calls visit with the graph's strongly connected components, each
+// after every component it has an edge to (Tarjan's algorithm, iterative:
+// chains of 100,000 rules are ordinary). adj gives a rule's edges; done marks the
+// rules of the components visited before this one (members are marked after
+// visit returns).
+func (g *unionGraph) components(visit func(members []int32, adj func(int32) []int32, done []bool)) {
+	n := g.n
+	// Adjacency in compressed rows.
+	start := make([]int32, n+1)
+	for _, r := range g.from {
+		start[r+1]++
+	}
+	for r := 0; r < n; r++ {
+		start[r+1] += start[r]
+	}
+	adjs := make([]int32, len(g.from))
+	fill := make([]int32, n)
+	copy(fill, start[:n])
+	for i, r := range g.from {
+		adjs[fill[r]] = g.to[i]
+		fill[r]++
+	}
+	adj := func(r int32) []int32 { return adjs[start[r]:start[r+1]] }
+	const unvisited = -1
+	index := make([]int32, n) // visit order, or unvisited
+	low := make([]int32, n)
+	done := make([]bool, n) // in a completed component
+	for i := range index {
+		index[i] = unvisited
+	}
+	next := fill // reused: per rule on the call stack, its next edge
+	var stack, calls []int32
+	counter := int32(0)
+	for root := 0; root < n; root++ {
+		if index[root] != unvisited {
+			continue
+		}
+		calls = append(calls, int32(root))
+		index[root], low[root] = counter, counter
+		counter++
+		next[root] = start[root]
+		stack = append(stack, int32(root))
+		for len(calls) > 0 {
+			v := calls[len(calls)-1]
+			if next[v] < start[v+1] {
+				w := adjs[next[v]]
+				next[v]++
+				switch {
+				case index[w] == unvisited:
+					index[w], low[w] = counter, counter
+					counter++
+					next[w] = start[w]
+					stack = append(stack, w)
+					calls = append(calls, w)
+				case !done[w]:
+					low[v] = min(low[v], index[w])
+				}
+				continue
+			}
+			calls = calls[:len(calls)-1]
+			if len(calls) > 0 {
+				u := calls[len(calls)-1]
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] != index[v] {
+				continue
+			}
+			// v roots a component: the stack from v up.
+			k := len(stack) - 1
+			for stack[k] != v {
+				k--
+			}
+			members := stack[k:]
+			visit(members, adj, done)
+			for _, m := range members {
+				done[m] = true
+			}
+			stack = stack[:k]
+		}
+	}
+}
+
 // addClassFirstBytes adds every byte that can start the UTF-8 encoding of a code
 // point of c.
-func addClassFirstBytes(c *class, dst *[8]uint32) {
+func addClassFirstBytes(c *class, dst *byteSet) {
 	for b := 0; b < 128; b++ {
 		if c.has(rune(b)) {
-			dst[b>>5] |= 1 << (uint(b) & 31)
+			dst.add(byte(b))
 		}
 	}
 	for b := 0xC2; b <= 0xF4; b++ {
@@ -369,7 +563,7 @@ func addClassFirstBytes(c *class, dst *[8]uint32) {
 		}
 		lo, hi := p.span()
 		if overlapsValid(c, lo, hi) {
-			dst[b>>5] |= 1 << (uint(b) & 31)
+			dst.add(byte(b))
 		}
 	}
 }

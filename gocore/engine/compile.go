@@ -38,10 +38,11 @@ type Grammar struct {
 	opts options
 	lazy *compiledTriggers
 
-	posMu  sync.Mutex
-	slots  map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
-	arenas []*arena            // idle arenas position caches are computed in (posMu)
-	follow [][8]uint32         // per rule: first bytes that may follow it
+	posMu    sync.Mutex
+	slots    map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
+	arenas   []*arena            // idle arenas position caches are computed in (posMu)
+	follow   [][8]uint32         // per rule: first bytes that may follow it
+	nullable []bool              // per rule: can match the empty string (during Compile only)
 	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
 	followKinds [][2]uint64
 }
@@ -144,7 +145,8 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 		}
 	}
 	gr.slots = map[string]*posSlot{}
-	gr.computeFollow()
+	gr.computeFollow(gr.nullable)
+	gr.nullable = nil
 	if err := gr.computeExcepts(); err != nil {
 		return nil, err
 	}
@@ -188,7 +190,15 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.names = make([]string, n)
 	classIdx := map[string]int32{}
 	var kb []byte
-	var nullable []bool // computed if a counter needs it
+	nullable := gbnf.Nullable(g)
+	size := 2 * n // the trampolines
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			size += len(alt) + 1
+		}
+	}
+	gr.elems = make([]elem, 0, size)
+	gr.ruleOf = make([]int32, 0, size)
 	for ri, r := range g.Rules {
 		gr.names[ri] = r.Name
 		if len(r.Alts) == 0 {
@@ -196,7 +206,8 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		}
 		for _, alt := range r.Alts {
 			gr.rules[ri] = append(gr.rules[ri], int32(len(gr.elems)))
-			for _, e := range alt {
+			for ei := range alt {
+				e := &alt[ei] // by pointer: an Element is over 100 bytes
 				switch e.Kind {
 				case gbnf.Char:
 					// Classes are deduplicated by their written ranges (a key
@@ -228,9 +239,6 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
 					}
-					if nullable == nil {
-						nullable = gbnf.Nullable(g)
-					}
 					if nullable[e.Rule] {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[e.Rule].Name)}
 					}
@@ -256,7 +264,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					gr.hasToken = true
 					gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
 				case gbnf.Except:
-					arg, err := gr.addExcept(e, r)
+					arg, err := gr.addExcept(*e, r)
 					if err != nil {
 						return err
 					}
@@ -289,6 +297,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	}
 	gr.computeRem()
 	gr.computeMinLen()
+	gr.nullable = nullable
 	if err := gr.checkLeftRecursion(g); err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ type class struct {
 	wide   bool      // holds every valid code point >= 0x80
 	narrow bool      // holds no code point >= 0x80
 	kinds  [2]uint64 // the byte kinds (see byteKind) it takes a byte of
-	first  [8]uint32 // the bytes that can start one of its characters
+	first  byteSet   // the bytes that can start one of its characters
 }
 
 func (c *class) has(cp rune) bool {

@@ -24,17 +24,19 @@ const (
 // only ([\uD800-\uDFFF], a literal "\uD800"), or a negated class that covers every
 // character ([^\x00-\U0010FFFF]).
 func ClassEmpty(ranges []Range, negated bool) bool {
-	rs := NormalizeRanges(ranges)
 	if !negated {
-		for _, r := range rs {
-			if r.Lo < surrogateLo || r.Hi > surrogateHi {
+		// Any nonempty range with a point outside the surrogates (merging
+		// changes nothing).
+		for _, r := range ranges {
+			if r.Lo <= r.Hi && (r.Lo < surrogateLo || r.Hi > surrogateHi) {
 				return false
 			}
 		}
 		return true
 	}
-	// Negated: empty iff [0, D7FF] and [E000, 10FFFF] are both covered. Ranges are
-	// merged, so each part must lie inside one range.
+	// Negated: empty iff [0, D7FF] and [E000, 10FFFF] are both covered. Once the
+	// ranges are merged, each part must lie inside one range.
+	rs := NormalizeRanges(ranges)
 	covered := func(lo, hi rune) bool {
 		for _, r := range rs {
 			if r.Lo <= lo && r.Hi >= hi {
@@ -49,7 +51,7 @@ func ClassEmpty(ranges []Range, negated bool) bool {
 // Nullable reports, per rule, whether it can match the empty string (a worklist
 // over the alternatives made only of rule references: linear in the grammar).
 func Nullable(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) {
+	return fixpoint(g, func(e *Element) (known, ok bool) {
 		switch e.Kind {
 		case RuleRef:
 			return false, false
@@ -64,7 +66,7 @@ func Nullable(g *Grammar) []bool {
 // sequence) at all: a rule whose every alternative needs an element that matches
 // nothing, or a rule that can only call itself (a ::= b, b ::= a), is not.
 func Productive(g *Grammar) []bool {
-	return fixpoint(g, func(e Element) (known, ok bool) {
+	return fixpoint(g, func(e *Element) (known, ok bool) {
 		switch e.Kind {
 		case Char:
 			return true, !ClassEmpty(e.Ranges, e.Negated)
@@ -81,7 +83,7 @@ func Productive(g *Grammar) []bool {
 // element holds, where leaf(e) decides the elements that are not rule references
 // (known) and whether they hold (ok), and a reference holds when its rule is in the
 // set. It is a worklist: each alternative is counted down once per reference.
-func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
+func fixpoint(g *Grammar, leaf func(*Element) (known, ok bool)) []bool {
 	n := len(g.Rules)
 	in := make([]bool, n)
 	var work []int
@@ -92,41 +94,41 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 		}
 	}
 	// Candidate alternatives (no leaf fails; at least one reference): their
-	// pending counts and owners; uses[start[r]:start[r+1]] lists the candidates
-	// that refer to rule r (flat, so a grammar of many rules costs few
-	// allocations).
-	var pending, owner []int32
+	// pending counts, owners and references (refs[refAt[c]:refAt[c+1]]);
+	// uses[refsTo[r]:refsTo[r+1]] lists the candidates that refer to rule r. All
+	// flat, and leaf runs once per element, so a grammar of many rules costs few
+	// allocations.
+	var pending, owner, refs []int32
+	refAt := []int32{0}
 	refsTo := make([]int32, n+1)
-	candidate := func(alt Sequence) (refs int, ok bool) {
-		for _, e := range alt {
-			if known, ok := leaf(e); known {
-				if !ok {
-					return 0, false
+	for r, rule := range g.Rules {
+	alts:
+		for _, alt := range rule.Alts {
+			mark := len(refs)
+			for i := range alt {
+				e := &alt[i] // by pointer: an Element is over 100 bytes
+				if known, ok := leaf(e); known {
+					if !ok {
+						refs = refs[:mark]
+						continue alts
+					}
+					continue
 				}
+				if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
+					refs = refs[:mark]
+					continue alts
+				}
+				refs = append(refs, int32(e.Rule))
+			}
+			if len(refs) == mark {
+				add(r)
 				continue
 			}
-			if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
-				return 0, false
-			}
-			refs++
-		}
-		return refs, true
-	}
-	for r, rule := range g.Rules {
-		for _, alt := range rule.Alts {
-			refs, ok := candidate(alt)
-			switch {
-			case !ok:
-			case refs == 0:
-				add(r)
-			default:
-				pending = append(pending, int32(refs))
-				owner = append(owner, int32(r))
-				for _, e := range alt {
-					if known, _ := leaf(e); !known {
-						refsTo[e.Rule+1]++
-					}
-				}
+			pending = append(pending, int32(len(refs)-mark))
+			owner = append(owner, int32(r))
+			refAt = append(refAt, int32(len(refs)))
+			for _, s := range refs[mark:] {
+				refsTo[s+1]++
 			}
 		}
 	}
@@ -135,19 +137,10 @@ func fixpoint(g *Grammar, leaf func(Element) (known, ok bool)) []bool {
 	}
 	uses := make([]int32, refsTo[n])
 	fill := slices.Clone(refsTo[:n])
-	id := int32(0)
-	for _, rule := range g.Rules {
-		for _, alt := range rule.Alts {
-			if refs, ok := candidate(alt); !ok || refs == 0 {
-				continue
-			}
-			for _, e := range alt {
-				if known, _ := leaf(e); !known {
-					uses[fill[e.Rule]] = id
-					fill[e.Rule]++
-				}
-			}
-			id++
+	for c := range pending {
+		for _, s := range refs[refAt[c]:refAt[c+1]] {
+			uses[fill[s]] = int32(c)
+			fill[s]++
 		}
 	}
 	for len(work) > 0 {
@@ -186,7 +179,8 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
 		for a, alt := range g.Rules[r].Alts {
-			for i, e := range alt {
+			for i := range alt {
+				e := &alt[i]
 				switch e.Kind {
 				case Char:
 					if ClassEmpty(e.Ranges, e.Negated) {
@@ -238,7 +232,7 @@ func checkDeadEnds(c *compiler) error {
 		return nil
 	}
 	pos := c.g.Rules[d.Rule].Pos
-	if off, ok := c.refOff[refSite{d.Rule, d.Alt, d.Elem}]; ok {
+	if off, ok := c.refOffset(refSite{d.Rule, d.Alt, d.Elem}); ok {
 		pos = c.p.position(off)
 	} else if e := c.g.Rules[d.Rule].Alts[d.Alt][d.Elem]; e.Kind == Char && len(e.Ranges) > 0 {
 		if off, ok := c.charOff[&e.Ranges[0]]; ok {

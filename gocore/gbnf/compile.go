@@ -25,7 +25,6 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 		p:        p,
 		g:        &Grammar{Index: make(map[string]int, len(defs))},
 		counter:  make(map[int]int),
-		refOff:   make(map[refSite]int),
 		charOff:  make(map[*Range]int),
 		maxElems: p.cfg.maxElements,
 	}
@@ -86,12 +85,31 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	return c.g, nil
 }
 
+// refOffset is where the reference at site was written.
+type refOffset struct {
+	site refSite
+	off  int
+}
+
+// refOffset returns where the reference at site was written (a scan: it places
+// an error, once).
+func (c *compiler) refOffset(site refSite) (int, bool) {
+	for i := len(c.refOffs) - 1; i >= 0; i-- { // the last one written wins
+		if c.refOffs[i].site == site {
+			return c.refOffs[i].off, true
+		}
+	}
+	return 0, false
+}
+
 type compiler struct {
 	p       *parser
 	g       *Grammar
 	owner   []int       // rule index -> the written rule it was generated for
 	counter map[int]int // written rule index -> helper rules generated for it
-	refOff  map[refSite]int
+	// refOffs: where each reference was written, in the order compiled (read
+	// only to place an error: see refOffset)
+	refOffs []refOffset
 	// charOff: where character elements that match nothing were written, by
 	// their first range (shared by every copy a repetition makes)
 	charOff  map[*Range]int
@@ -238,8 +256,31 @@ func (c *compiler) alts(rule int, alts [][]*node) ([]Sequence, error) {
 // seq compiles items that start at index at of the alternative being built
 // (c.rule, c.alt): a whole alternative, or a group written inline.
 func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
-	out := Sequence{}
+	size := 0 // the elements of literals and one per other item: usually exact
 	for _, n := range seq {
+		if n.op == opLiteral {
+			size += len(n.runes)
+		} else {
+			size++
+		}
+	}
+	out := make(Sequence, 0, size)
+	for _, n := range seq {
+		// Literals and references, the common items, go straight into out.
+		switch n.op {
+		case opLiteral:
+			var err error
+			if out, err = c.appendLiteral(out, n); err != nil {
+				return nil, err
+			}
+			continue
+		case opRef:
+			var err error
+			if out, err = c.appendRef(out, n, at+len(out)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		rule, alt := c.rule, c.alt
 		els, err := c.item(owner, n, at+len(out))
 		if err != nil {
@@ -256,19 +297,7 @@ func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
 func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 	switch n.op {
 	case opLiteral:
-		if err := c.grow(len(n.runes), n.off); err != nil {
-			return nil, err
-		}
-		els := make([]Element, len(n.runes))
-		ranges := make([]Range, len(n.runes))
-		for i, r := range n.runes {
-			ranges[i] = Range{r, r}
-			els[i] = Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]}
-			if r >= surrogateLo && r <= surrogateHi {
-				c.charOff[&ranges[i]] = n.off
-			}
-		}
-		return els, nil
+		return c.appendLiteral(nil, n)
 	case opClass:
 		if err := c.grow(1, n.off); err != nil {
 			return nil, err
@@ -283,11 +312,7 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		}
 		return []Element{{Kind: Token, Token: n.token, Name: n.name, Negated: n.negated}}, nil
 	case opRef:
-		if err := c.grow(1, n.off); err != nil {
-			return nil, err
-		}
-		c.refOff[refSite{c.rule, c.alt, at}] = n.off
-		return []Element{{Kind: RuleRef, Rule: c.g.Index[n.name]}}, nil
+		return c.appendRef(nil, n, at)
 	case opGroup:
 		if len(n.alts) == 1 {
 			return c.seq(owner, n.alts[0], at)
@@ -308,6 +333,31 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		return c.except(n)
 	}
 	panic("gbnf: unknown node")
+}
+
+// appendLiteral appends the elements of literal n (one Char per code point).
+func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
+	if err := c.grow(len(n.runes), n.off); err != nil {
+		return nil, err
+	}
+	ranges := make([]Range, len(n.runes))
+	for i, r := range n.runes {
+		ranges[i] = Range{r, r}
+		out = append(out, Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]})
+		if r >= surrogateLo && r <= surrogateHi {
+			c.charOff[&ranges[i]] = n.off
+		}
+	}
+	return out, nil
+}
+
+// appendRef appends reference n, at index at of the alternative being built.
+func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
+	if err := c.grow(1, n.off); err != nil {
+		return nil, err
+	}
+	c.refOffs = append(c.refOffs, refOffset{refSite{c.rule, c.alt, at}, n.off})
+	return append(out, Element{Kind: RuleRef, Rule: c.g.Index[n.name]}), nil
 }
 
 // counterFrom: repetitions with counts above it are kept as counters (Repeat).

@@ -32,7 +32,7 @@ func checkLeftRecursion(c *compiler) error {
 				continue
 			}
 			cycle := append([]int{r}, path(edges, comp, e.to, r)...)
-			off, ok := c.refOff[e.site]
+			off, ok := c.refOffset(e.site)
 			var pos Pos
 			if ok {
 				pos = c.p.position(off)

@@ -465,7 +465,7 @@ func allOfSchema(a, b any) any {
 	case a == false || b == false:
 		return false
 	}
-	if valueKey(a) == valueKey(b) {
+	if sameValue(a, b) {
 		return a
 	}
 	o := newObject()
@@ -523,7 +523,7 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 			out.set(k, append(append([]any(nil), list...), more...))
 			continue
 		case "pattern":
-			if av, has := out.get(k); has && valueKey(av) != valueKey(bv) {
+			if av, has := out.get(k); has && !sameValue(av, bv) {
 				prev, _ := out.get(morePatternsKey)
 				list, _ := prev.([]any)
 				out.set(morePatternsKey, append(append([]any(nil), list...), bv))
@@ -539,7 +539,7 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 			out.set(k, bv)
 			continue
 		}
-		if valueKey(av) == valueKey(bv) {
+		if sameValue(av, bv) {
 			continue
 		}
 		switch k {
@@ -653,7 +653,7 @@ func (c *conv) mergeObject(a, b, out *object, ptr string) error {
 		return nil
 	}
 	if (aHasPat && (bHasPat || bHasAdd && badd != true)) || (bHasPat && aHasAdd && aadd != true) {
-		if valueKey(apat) != valueKey(bpat) || valueKey(aadd) != valueKey(badd) {
+		if !sameValue(apat, bpat) || !sameValue(aadd, badd) {
 			out.set(conflictKey, "patternProperties\x00"+ptr)
 			return nil
 		}

@@ -588,11 +588,12 @@ func (d *dfa) minimize() *dfa {
 	if accepting == 0 || accepting == n {
 		classes = 1
 	}
+	var b []byte // one signature buffer for every state and round
 	for {
-		sig := map[string]int32{}
+		sig := make(map[string]int32, classes)
 		next := make([]int32, n)
 		for s, st := range d.states {
-			b := binary.LittleEndian.AppendUint32(nil, uint32(class[s]))
+			b = binary.LittleEndian.AppendUint32(b[:0], uint32(class[s]))
 			// edges by class of target, adjacent ranges with the same class merged
 			var lastTo int32 = -1
 			var lastHi rune = -2
@@ -607,11 +608,10 @@ func (d *dfa) minimize() *dfa {
 				b = binary.LittleEndian.AppendUint32(b, uint32(e.hi))
 				lastTo, lastHi = to, e.hi
 			}
-			k := string(b)
-			id, ok := sig[k]
+			id, ok := sig[string(b)] // a lookup that copies nothing
 			if !ok {
 				id = int32(len(sig))
-				sig[k] = id
+				sig[string(b)] = id
 			}
 			next[s] = id
 		}

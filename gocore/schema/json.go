@@ -293,6 +293,68 @@ func valueKey(v any) string {
 	return b.String()
 }
 
+// sameValue reports whether valueKey(a) == valueKey(b), without writing either
+// out: shared subtrees (the same *object, as $ref resolution and merging make
+// them) compare in O(1), and a difference stops the walk. Merging schemas asks
+// this at every level, so serializing both sides each time was quadratic in the
+// schema's depth.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case json.Number:
+		bn, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if a == bn {
+			return true
+		}
+		return valueKey(a) == valueKey(bn)
+	case string:
+		bs, ok := b.(string)
+		if !ok {
+			return false
+		}
+		return a == bs || jsonQuote(a) == jsonQuote(bs)
+	case []any:
+		bl, ok := b.([]any)
+		if !ok || len(a) != len(bl) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], bl[i]) {
+				return false
+			}
+		}
+		return true
+	case *object:
+		bo, ok := b.(*object)
+		if !ok {
+			return false
+		}
+		if a == bo {
+			return true
+		}
+		if len(a.keys) != len(bo.keys) {
+			return false
+		}
+		for i, k := range a.keys {
+			if bo.keys[i] != k && jsonQuote(bo.keys[i]) != jsonQuote(k) {
+				return false
+			}
+			if !sameValue(a.vals[k], bo.vals[bo.keys[i]]) {
+				return false
+			}
+		}
+		return true
+	}
+	return valueKey(a) == valueKey(b)
+}
+
 func writeCanonical(b *strings.Builder, v any, normNum bool) {
 	switch v := v.(type) {
 	case nil:
@@ -337,6 +399,16 @@ func writeCanonical(b *strings.Builder, v any, normNum bool) {
 // surrogate kept by decodeJSON is written as its \uXXXX escape (for messages:
 // grammars never contain one); other invalid UTF-8 becomes U+FFFD.
 func jsonQuote(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return `"` + s + `"`
+	}
 	var b strings.Builder
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
@@ -346,7 +418,11 @@ func jsonQuote(s string) string {
 			i += 3
 			continue
 		}
-		b.WriteString(jsonEscapeRune(r))
+		if r >= 0x20 && r != '"' && r != '\\' && r != utf8.RuneError {
+			b.WriteString(s[i : i+n])
+		} else {
+			b.WriteString(jsonEscapeRune(r))
+		}
 		i += n
 	}
 	b.WriteByte('"')

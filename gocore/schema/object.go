@@ -640,7 +640,7 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 	if why != nil {
 		same := true
 		for _, p := range patterns.keys {
-			if valueKey(patterns.vals[p]) != valueKey(patterns.vals[patterns.keys[0]]) {
+			if !sameValue(patterns.vals[p], patterns.vals[patterns.keys[0]]) {
 				same = false
 			}
 		}

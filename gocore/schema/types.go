@@ -1212,7 +1212,7 @@ func vacuous(v any) bool {
 func keepEqual(vals []any, cv any) []any {
 	var keep []any
 	for _, v := range vals {
-		if valueKey(v) == valueKey(cv) {
+		if sameValue(v, cv) {
 			keep = append(keep, v)
 		}
 	}
