@@ -262,6 +262,13 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		els := make([]Element, len(n.runes))
 		ranges := make([]Range, len(n.runes))
 		for i, r := range n.runes {
+			if r < 0 {
+				// A raw byte (ParseBNF: see rawByteRune).
+				v := rawByteOf(r)
+				ranges[i] = Range{v, v}
+				els[i] = Element{Kind: Byte, Ranges: ranges[i : i+1 : i+1]}
+				continue
+			}
 			ranges[i] = Range{r, r}
 			els[i] = Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]}
 			if r >= surrogateLo && r <= surrogateHi {
