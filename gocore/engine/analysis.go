@@ -62,6 +62,8 @@ func (gr *Grammar) computeRem() {
 				return 1
 			}
 			return 4
+		case opByte:
+			return 1
 		case opRef:
 			return ruleBound(e.arg)
 		case opRepeat:
@@ -104,7 +106,7 @@ func (gr *Grammar) computeMinLen() {
 		var total int32
 		for ; gr.elems[i].op != opEnd && total < minCap; i++ {
 			switch e := gr.elems[i]; e.op {
-			case opChar:
+			case opChar, opByte:
 				total++
 			case opRef:
 				total += gr.minLen[e.arg]
@@ -133,7 +135,7 @@ func (gr *Grammar) computeMinLen() {
 		switch e := gr.elems[i]; e.op {
 		case opEnd:
 			continue
-		case opChar:
+		case opChar, opByte:
 			c = 1
 		case opRef:
 			c = gr.minLen[e.arg]
@@ -244,6 +246,11 @@ func (gr *Grammar) computeFollow() {
 		case opChar:
 			for k := range dst {
 				dst[k] |= classFirst[e.arg][k]
+			}
+			return false
+		case opByte:
+			for k := range dst {
+				dst[k] |= gr.byteSets[e.arg].bits[k]
 			}
 			return false
 		case opRef, opRepeat:

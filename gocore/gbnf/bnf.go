@@ -42,9 +42,10 @@ import (
 // matches the UTF-8 encoding of one code point of its class, a raw-byte element
 // one byte of its set, and a sequence the concatenation. A raw byte is taken only
 // between characters and never starts or continues a character element's UTF-8
-// decoding, so '\xf0' 'a' is the two bytes F0 61 and '\xe4' '\xbd\xa0' is the
-// three bytes E4 BD A0 (all three raw, since neither piece is UTF-8 on its own:
-// the same bytes as "你"). Masks are exact for this language, as for any other: a
+// decoding, so '\xf0' <a> with <a> ::= 'a' is the two bytes F0 61, and '\xe4' <b>
+// with <b> ::= '\xbd\xa0' is the three bytes E4 BD A0 (all three raw, since
+// neither terminal is UTF-8 on its own: the same bytes as "你", which '\xe4'
+// '\xbd\xa0', one joined terminal, writes as one character). Masks are exact for this language, as for any other: a
 // token is allowed iff its bytes continue some string of the language, across token
 // boundaries too. The output is UTF-8 text wherever the grammar writes characters;
 // it holds bytes that are not UTF-8 only where the grammar itself puts raw bytes.
