@@ -35,6 +35,8 @@ import (
 //     stack whose raw byte set holds a byte >= 0x80 (kindTo, takesAll), since such
 //     an element takes a byte of a character, not a character; ASCII bytes are
 //     stepped exactly, with raw bytes in the ASCII signatures (asciiSig, sameKinds);
+//   - the run analysis settles a trie subtree only below a character boundary
+//     (runAt);
 //   - first and follow bytes, rem and minLen count a raw byte as one byte.
 
 // byteSet is the set of bytes a raw-byte element takes.
@@ -118,6 +120,16 @@ func (g *Grammar) kindsOf(el elem) [2]uint64 {
 func (g *Grammar) rawHigh(el elem) bool {
 	return el.op == opByte && g.byteSets[el.arg].high
 }
+
+// runAt reports whether the run analysis (walker.walkTrie) may settle the subtree
+// below a trie node of byte b. It counts characters from there, taking the
+// configuration reached as being between characters exactly when no stack is
+// inside one; a raw-byte element breaks that, since it may take a lead byte (or
+// a continuation byte) of a character the token is in the middle of and leave its
+// stack between characters ('b' then raw C3 over the token "bé"). So in a grammar
+// with raw bytes only nodes of ASCII bytes, where a valid UTF-8 path is at a
+// character boundary, are settled by runs; the others are walked byte by byte.
+func (g *Grammar) runAt(b byte) bool { return b < 0x80 || len(g.byteSets) == 0 }
 
 // describeBytes describes a byte set for Expected, as bnf_sampler writes bytes.
 func describeBytes(s *byteSet) string {

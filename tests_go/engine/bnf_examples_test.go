@@ -293,4 +293,3 @@ func TestBNFExampleString(t *testing.T) {
 		})
 	}
 }
-
