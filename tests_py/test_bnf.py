@@ -190,3 +190,11 @@ def test_generate_with_raw_bytes() -> None:
         if i in eog:
             break
         assert toks[i] and set(toks[i]) <= {0xF0, 0xA0, 0xB0}, (i, tok.convert_ids_to_tokens(i))
+
+
+def test_forced_text_stops_at_raw_bytes() -> None:
+    """forced_text gives whole UTF-8 characters only: it stops before a raw byte (the
+    bytes after it are not dropped and glued on)."""
+    tok = tokenizer_for("llama3")
+    assert tether.Grammar.from_bnf(r"<start> ::= 'ab' '\xf0' 'cd'", tok).matcher().forced_text() == "ab"
+    assert tether.Grammar.from_bnf("<start> ::= 'ab' 'cd'", tok).matcher().forced_text() == "abcd"
