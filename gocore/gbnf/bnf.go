@@ -45,10 +45,11 @@ import (
 // decoding, so '\xf0' <a> with <a> ::= 'a' is the two bytes F0 61, and '\xe4' <b>
 // with <b> ::= '\xbd\xa0' is the three bytes E4 BD A0 (all three raw, since
 // neither terminal is UTF-8 on its own: the same bytes as "你", which '\xe4'
-// '\xbd\xa0', one joined terminal, writes as one character). Masks are exact for this language, as for any other: a
-// token is allowed iff its bytes continue some string of the language, across token
-// boundaries too. The output is UTF-8 text wherever the grammar writes characters;
-// it holds bytes that are not UTF-8 only where the grammar itself puts raw bytes.
+// '\xbd\xa0', one joined terminal, writes as one character). Masks are exact for
+// this language, as for any other: a token is allowed iff its bytes continue some
+// string of the language, across token boundaries too. The output is UTF-8 text
+// wherever the grammar writes characters; it holds bytes that are not UTF-8 only
+// where the grammar itself puts raw bytes.
 //
 // <any!> matches any one token of the vocabulary (Element{Kind: Token, Token:
 // AnyToken}). <except!('lit')> and <except!([nonterminal])> are token-level
