@@ -62,6 +62,8 @@ func (gr *Grammar) computeRem() {
 				return 1
 			}
 			return 4
+		case opByte:
+			return 1
 		case opRef:
 			return ruleBound(e.arg)
 		case opRepeat:
@@ -134,7 +136,7 @@ func (gr *Grammar) computeMinLen() {
 			var base, calls int32
 			for i := a; gr.elems[i].op != opEnd; i++ {
 				switch e := gr.elems[i]; e.op {
-				case opChar:
+				case opChar, opByte:
 					base = min(base+1, minCap)
 				case opRef, opRepeat:
 					if e.op == opRepeat && e.lo == 0 {
@@ -177,7 +179,7 @@ func (gr *Grammar) computeMinLen() {
 		switch e := gr.elems[i]; e.op {
 		case opEnd:
 			continue
-		case opChar:
+		case opChar, opByte:
 			c = 1
 		case opRef:
 			c = gr.minLen[e.arg]
@@ -346,6 +348,8 @@ func (gr *Grammar) computeFollow(nullable []bool) {
 				e := gr.elems[i]
 				if e.op == opChar {
 					first[r].union(&classFirst[e.arg])
+				} else if e.op == opByte {
+					first[r].union(&gr.byteSets[e.arg].bits)
 				} else if e.op == opRef || e.op == opRepeat {
 					deps.add(int32(r), e.arg)
 				}
@@ -387,6 +391,8 @@ func (gr *Grammar) computeFollow(nullable []bool) {
 				switch e.op {
 				case opChar:
 					f = classFirst[e.arg]
+				case opByte:
+					f = gr.byteSets[e.arg].bits
 				case opRef, opRepeat:
 					f = first[e.arg]
 				}

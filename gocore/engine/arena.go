@@ -189,7 +189,7 @@ func (a *arena) expand(el, tail int32) {
 	}
 	e := a.g.elems[el]
 	switch e.op {
-	case opChar, opToken:
+	case opChar, opToken, opByte:
 		a.out = append(a.out, mkEntry(a.intern(el, tail), 0))
 	case opRef:
 		k := uint64(uint32(el))<<32 | uint64(uint32(tail))
@@ -645,8 +645,7 @@ func (a *arena) asciiSig(c int32, b byte) (sig uint64, ok bool) {
 		if n <= nodeExit || e.partial() != 0 {
 			continue
 		}
-		el := a.g.elems[a.nodes[n].elem]
-		if el.op == opChar && a.g.classes[el.arg].ascii[b>>5]&(1<<(b&31)) != 0 {
+		if a.g.takesASCII(a.g.elems[a.nodes[n].elem], b) {
 			sig |= 1 << uint(i)
 		}
 	}
@@ -679,6 +678,9 @@ func (a *arena) stepCompute(c int32, b byte) int32 {
 		}
 		el := g.elems[a.nodes[n].elem]
 		if el.op != opChar {
+			if el.op == opByte && e.partial() == 0 && g.byteSets[el.arg].has(b) {
+				a.advance(n) // a raw byte (byteelems.go)
+			}
 			continue
 		}
 		cls := &g.classes[el.arg]

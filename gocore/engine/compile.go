@@ -34,6 +34,7 @@ type Grammar struct {
 	special  []bool
 	hasToken bool         // the program has token elements
 	excepts  []*exceptSet // bnf_sampler's <except!(...)> elements (tokenelems.go)
+	byteSets []rawByteSet // raw-byte elements' sets (byteelems.go)
 
 	opts options
 	lazy *compiledTriggers
@@ -270,6 +271,12 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					gr.hasToken = true
 					gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: arg})
+				case gbnf.Byte:
+					arg, err := gr.addByteSet(*e, r)
+					if err != nil {
+						return err
+					}
+					gr.elems = append(gr.elems, elem{op: opByte, arg: arg})
 				default:
 					return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("unknown element kind %d", e.Kind)}
 				}

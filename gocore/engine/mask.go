@@ -6,7 +6,7 @@ import "slices"
 // configuration: its stacks grouped by the terminal on top.
 type maskPlan struct {
 	groups  []planGroup
-	partial int32   // configuration of the stacks inside a UTF-8 character, or cfgDead
+	partial int32   // configuration of the stacks inside a UTF-8 character or on a raw byte, or cfgDead
 	canEnd  bool    // a stack is empty: end-of-generation tokens are allowed
 	pos     []int32 // token ids named by `<[N]>` on top of a stack
 	neg     []int32 // distinct ids N of `!<[N]>` on top of a stack
@@ -52,6 +52,8 @@ func (a *arena) planFor(c int32) *maskPlan {
 				}
 				bySlot[s] = append(bySlot[s], e)
 			}
+		case opByte:
+			part = append(part, e) // walked exactly, like a partial character
 		case opToken:
 			if isExceptArg(x.neg, x.arg) {
 				p.exc = append(p.exc, n)

@@ -447,6 +447,8 @@ func (m *Matcher) expected(c int32) string {
 				s += " (continuing a UTF-8 character)"
 			}
 			add(s)
+		case opByte:
+			add(describeBytes(&m.g.byteSets[el.arg]))
 		case opToken:
 			if isExceptArg(el.neg, el.arg) {
 				add(m.g.excepts[exceptIndex(el.arg)].describe())

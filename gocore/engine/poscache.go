@@ -442,7 +442,7 @@ func (w *walker) step(d int, b byte) int32 {
 // node of depth 1. It reports whether it stopped at
 // abortAt.
 func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
-	a, t := w.a, w.t
+	a, t, g := w.a, w.t, w.g
 	first := t.first
 	cfg, exits := w.cfg, w.exits
 	for i := from; i < to; {
@@ -473,7 +473,7 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 		}
 		inf := a.info[nx]
 		if cf := inf &^ exitBit; whole && cf != cfgDead && nd.next-i >= loopMinNodes &&
-			nd.flags&nodeDirty == 0 {
+			nd.flags&nodeDirty == 0 && g.runAt(nd.b) {
 			need, h := t.below[i], int(t.height[i])
 			n, capAt, capFull := a.runLength(cf, need, h)
 			if n >= h {

@@ -18,6 +18,7 @@ const (
 	opToken            // match token id arg (neg: any token but arg)
 	opEnd              // end of an alternative
 	opRepeat           // call rule arg between lo and hi times (a counter, see arena.expandRep)
+	opByte             // match one raw byte of byteSets[arg], between characters (byteelems.go)
 )
 
 // elem is one instruction of the flat program. Every alternative of every rule is a

@@ -110,6 +110,10 @@ func (a *arena) firstBytes(c int32) [8]uint32 {
 			for k := range f {
 				f[k] |= cf[k]
 			}
+		} else if el.op == opByte {
+			for k := range f {
+				f[k] |= a.g.byteSets[el.arg].bits[k]
+			}
 		}
 	}
 	return f
@@ -136,6 +140,8 @@ func (a *arena) takesAll(c int32, need [2]uint64) bool {
 					return false
 				}
 				wide = wide || cls.wide
+			} else if a.g.rawHigh(el) {
+				return false // takes bytes of characters (byteelems.go)
 			}
 		}
 		if !wide {
@@ -189,10 +195,10 @@ func (a *arena) computeAfter(c int32) []kindsAfter {
 			continue
 		}
 		el := a.g.elems[a.nodes[n].elem]
-		if el.op != opChar {
+		if el.op != opChar && el.op != opByte {
 			continue
 		}
-		ka := kindsAfter{takes: a.g.classes[el.arg].kinds}
+		ka := kindsAfter{takes: a.g.kindsOf(el)}
 		if e.partial() != 0 {
 			ka.takes, ka.then = all, all // inside a character: not a run
 			out = append(out, ka)
@@ -207,11 +213,9 @@ func (a *arena) computeAfter(c int32) []kindsAfter {
 		}
 		for _, x := range a.out {
 			if m := x.node(); m > nodeExit {
-				if y := a.g.elems[a.nodes[m].elem]; y.op == opChar {
-					k := a.g.classes[y.arg].kinds
-					ka.then[0] |= k[0]
-					ka.then[1] |= k[1]
-				}
+				k := a.g.kindsOf(a.g.elems[a.nodes[m].elem])
+				ka.then[0] |= k[0]
+				ka.then[1] |= k[1]
 			}
 		}
 		out = append(out, ka)
@@ -239,11 +243,10 @@ func (a *arena) sameKinds(c int32, k uint) [2]uint64 {
 		if n <= nodeExit || e.partial() != 0 {
 			continue
 		}
-		el := a.g.elems[a.nodes[n].elem]
-		if el.op != opChar {
+		cl := a.g.asciiOf(a.g.elems[a.nodes[n].elem])
+		if cl == nil {
 			continue
 		}
-		cl := &a.g.classes[el.arg].ascii
 		for w := range in {
 			if sig&(1<<uint(i)) != 0 {
 				in[w] &= cl[w]
@@ -332,6 +335,9 @@ func (a *arena) kindTo(c int32, k uint) int32 {
 			return cfgDead
 		}
 		el := a.g.elems[a.nodes[n].elem]
+		if a.g.rawHigh(el) {
+			return cfgDead // takes bytes of characters (byteelems.go)
+		}
 		if el.op != opChar {
 			continue
 		}

@@ -244,6 +244,13 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 				b = binary.AppendUvarint(b, uint64(e.hi))
 				enter(e.arg, d)
 				// d stays: a frame on the counter may need no more rounds.
+			case opByte:
+				// The set itself: its index is the grammar's own.
+				b = append(b, 'B')
+				for _, w := range g.byteSets[e.arg].bits {
+					b = binary.LittleEndian.AppendUint32(b, w)
+				}
+				d++
 			case opToken:
 				b = append(b, 'T')
 				if e.neg {

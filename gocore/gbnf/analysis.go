@@ -72,6 +72,8 @@ func Productive(g *Grammar) []bool {
 			return true, !ClassEmpty(e.Ranges, e.Negated)
 		case Token, Except:
 			return true, true
+		case Byte:
+			return true, len(e.Ranges) > 0
 		case Repeat:
 			return e.Min == 0, true // else: as its rule
 		}
@@ -185,6 +187,10 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 				case Char:
 					if ClassEmpty(e.Ranges, e.Negated) {
 						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
+					}
+				case Byte:
+					if len(e.Ranges) == 0 {
+						return &DeadEnd{r, a, i, "a raw byte element that matches no byte"}
 					}
 				case RuleRef, Repeat:
 					if e.Rule < 0 || e.Rule >= len(g.Rules) {

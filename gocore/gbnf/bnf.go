@@ -20,9 +20,36 @@ import (
 //
 // In terminals and excepted literals the escapes \t \n \r \\ \' \" \uHHHH and
 // \u{H...} stand for the UTF-8 bytes of the character, and \xHH for the raw byte HH.
-// The bytes of a terminal must form UTF-8 text: tether's output is text, so a raw
-// byte is written where it is part of a character ('\xe4\xbd\xa0' is "你"); a
-// terminal whose bytes are not UTF-8 is an error that says so.
+//
+// # Raw bytes
+//
+// A terminal is a byte string (consecutive terminals are joined first). Its bytes
+// that form UTF-8 characters become character elements, as in GBNF
+// ('\xe4\xbd\xa0' is the character "你", and a grammar written only in
+// characters has exactly the masks of the same grammar in GBNF); every byte that is
+// not part of a valid UTF-8 character (a lone lead byte, a stray continuation
+// byte, a surrogate's or an overlong form's bytes) becomes a raw-byte element
+// (Element{Kind: Byte}), as in bnf_sampler:
+//
+//	<sequence> ::= <byte> | <byte> <sequence>
+//	<byte>     ::= '\xf0' | '\xa0' | '\xb0'
+//
+// matches any non-empty string of the bytes F0, A0 and B0, and so allows exactly
+// the tokens whose bytes are all among them (byte-fallback tokens such as <0xA0>
+// included).
+//
+// The language of such a grammar is a set of byte strings: a character element
+// matches the UTF-8 encoding of one code point of its class, a raw-byte element
+// one byte of its set, and a sequence the concatenation. A raw byte is taken only
+// between characters and never starts or continues a character element's UTF-8
+// decoding, so '\xf0' <a> with <a> ::= 'a' is the two bytes F0 61, and '\xe4' <b>
+// with <b> ::= '\xbd\xa0' is the three bytes E4 BD A0 (all three raw, since
+// neither terminal is UTF-8 on its own: the same bytes as "你", which '\xe4'
+// '\xbd\xa0', one joined terminal, writes as one character). Masks are exact for
+// this language, as for any other: a token is allowed iff its bytes continue some
+// string of the language, across token boundaries too. The output is UTF-8 text
+// wherever the grammar writes characters; it holds bytes that are not UTF-8 only
+// where the grammar itself puts raw bytes.
 //
 // <any!> matches any one token of the vocabulary (Element{Kind: Token, Token:
 // AnyToken}). <except!('lit')> and <except!([nonterminal])> are token-level
@@ -171,6 +198,7 @@ func (b *bnfParser) alternatives() ([][]*node, error) {
 		if err != nil {
 			return nil, err
 		}
+		decodeTerminals(seq)
 		alts = append(alts, seq)
 		if p.peek() != '|' {
 			break
@@ -196,9 +224,10 @@ func (b *bnfParser) sequence() ([]*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Consecutive terminals are one terminal.
+			// Consecutive terminals are one terminal (joined as bytes, and
+			// decoded once the sequence is read: see decodeTerminals).
 			if k := len(seq); k > 0 && seq[k-1].op == opLiteral {
-				seq[k-1].runes = append(seq[k-1].runes, n.runes...)
+				seq[k-1].literal = append(seq[k-1].literal, n.literal...)
 			} else {
 				seq = append(seq, n)
 			}
@@ -232,7 +261,8 @@ func (b *bnfParser) sequence() ([]*node, error) {
 	return seq, nil
 }
 
-// terminal parses a quoted terminal at p.pos into a literal node.
+// terminal parses a quoted terminal at p.pos into a literal node holding its
+// bytes (see decodeTerminals).
 func (b *bnfParser) terminal() (*node, error) {
 	p := b.p
 	open := p.pos
@@ -240,11 +270,10 @@ func (b *bnfParser) terminal() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	runes, err := b.decode(open, bs)
-	if err != nil {
-		return nil, err
+	if bs == nil {
+		bs = []byte{}
 	}
-	return &node{op: opLiteral, off: open, runes: runes}, nil
+	return &node{op: opLiteral, off: open, literal: bs}, nil
 }
 
 // quoted parses '...' or "..." at p.pos with its escapes and returns its bytes.
@@ -362,20 +391,58 @@ func hexDigit(c byte) int {
 	return -1
 }
 
-// decode turns a terminal's bytes into code points; bytes that are not UTF-8 are an
-// error at the terminal.
-func (b *bnfParser) decode(open int, bs []byte) ([]rune, error) {
-	runes := make([]rune, 0, len(bs))
-	for i := 0; i < len(bs); {
-		r, size := utf8.DecodeRune(bs[i:])
-		if r == utf8.RuneError && size <= 1 {
-			return nil, b.p.errorf(open, ErrUTF8,
-				"terminal bytes are not UTF-8 at byte %d (0x%02X): tether's output is UTF-8 text, so raw \\xHH bytes must form whole characters within one terminal", i, bs[i])
+// decodeTerminals gives every terminal of seq its elements: the characters its
+// bytes form (as code points), and a raw byte (rawByteRune) for each byte that is
+// not part of a valid UTF-8 character.
+func decodeTerminals(seq []*node) {
+	for _, n := range seq {
+		if n.op != opLiteral {
+			continue
 		}
-		runes = append(runes, r)
-		i += size
+		bs := n.literal
+		runes := make([]rune, 0, len(bs))
+		for i := 0; i < len(bs); {
+			r, size := utf8.DecodeRune(bs[i:])
+			if r == utf8.RuneError && size <= 1 {
+				runes = append(runes, rawByteRune(bs[i]))
+				i++
+				continue
+			}
+			runes = append(runes, r)
+			i += size
+		}
+		n.runes, n.literal = runes, nil
 	}
-	return runes, nil
+}
+
+// rawByteRune stands for raw byte v in a literal node's runes (compile makes it an
+// Element of Kind Byte): a negative value, which no code point is.
+func rawByteRune(v byte) rune { return -1 - rune(v) }
+
+// rawByteOf is the byte value rawByteRune(v) stands for.
+func rawByteOf(r rune) rune { return -1 - r }
+
+// formatByte writes a Byte element in bnf_sampler's notation: '\xHH', or a group of
+// such alternatives for a set of several bytes.
+func formatByte(b *strings.Builder, e Element) {
+	var vals []rune
+	for _, r := range e.Ranges {
+		for v := max(r.Lo, 0); v <= min(r.Hi, 0xFF); v++ {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) != 1 {
+		b.WriteByte('(')
+	}
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		fmt.Fprintf(b, "'\\x%02x'", v)
+	}
+	if len(vals) != 1 {
+		b.WriteByte(')')
+	}
 }
 
 // except parses <except!('lit')>, <except!("lit")> or <except!([nonterminal])> at

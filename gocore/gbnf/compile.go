@@ -335,13 +335,20 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 	panic("gbnf: unknown node")
 }
 
-// appendLiteral appends the elements of literal n (one Char per code point).
+// appendLiteral appends the elements of literal n (one Char per code point, one Byte per raw byte).
 func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
 	if err := c.grow(len(n.runes), n.off); err != nil {
 		return nil, err
 	}
 	ranges := make([]Range, len(n.runes))
 	for i, r := range n.runes {
+		if r < 0 {
+			// A raw byte (ParseBNF: see rawByteRune).
+			v := rawByteOf(r)
+			ranges[i] = Range{v, v}
+			out = append(out, Element{Kind: Byte, Ranges: ranges[i : i+1 : i+1]})
+			continue
+		}
 		ranges[i] = Range{r, r}
 		out = append(out, Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]})
 		if r >= surrogateLo && r <= surrogateHi {

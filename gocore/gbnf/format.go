@@ -88,6 +88,8 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			}
 		case Except:
 			formatExcept(b, g, e) // bnf_sampler's notation: GBNF has none
+		case Byte:
+			formatByte(b, e) // bnf_sampler's notation: GBNF has none
 		}
 	}
 }

@@ -26,6 +26,11 @@ const (
 	Repeat
 	// Except is bnf_sampler's <except!(...)> (ParseBNF only; see bnf.go).
 	Except
+	// Byte matches one raw byte whose value is in Ranges (values 0..255), taken only
+	// between characters: it never decodes UTF-8 (ParseBNF's \xHH bytes that are
+	// not part of a UTF-8 character; see bnf.go for the language such a grammar
+	// describes).
+	Byte
 )
 
 // Range is an inclusive range of code points.
@@ -34,7 +39,7 @@ type Range struct{ Lo, Hi rune }
 // Element is one step of a sequence.
 type Element struct {
 	Kind    Kind
-	Ranges  []Range // Char: sorted, non-overlapping
+	Ranges  []Range // Char: sorted, non-overlapping; Byte: byte values 0..255
 	Negated bool    // Char: match outside Ranges; Token: match any token but this one
 	Rule    int     // RuleRef, Repeat: index into Grammar.Rules
 	Min     int     // Repeat: the fewest times

@@ -312,9 +312,12 @@ class Grammar:
 
         ``<name> ::= 'x' | "y" | <other>``; consecutive terminals merge; ``<any!>`` is any
         one token; ``<except!('lit')>`` / ``<except!([rule])>`` is one token without the
-        excepted literals (or its part before the first); ``\\xHH`` bytes must form UTF-8
-        characters. The start rule is ``root``, else ``<start>``, else the first
-        production. Left recursion is rewritten automatically.
+        excepted literals (or its part before the first). ``\\xHH`` bytes that form UTF-8
+        characters are characters; any other byte is a raw byte, matched as one byte
+        (bnf_sampler's ``<byte> ::= '\\xf0'|'\\xa0'|'\\xb0'`` allows exactly the tokens
+        made of those bytes), so the output holds bytes that are not UTF-8 only where the
+        grammar puts raw bytes. The start rule is ``root``, else ``<start>``, else the
+        first production. Left recursion is rewritten automatically.
 
         >>> import os, pathlib
         >>> from transformers import PreTrainedTokenizerFast
@@ -323,6 +326,9 @@ class Grammar:
         >>> m = Grammar.from_bnf("<start> ::= 'cryscan' <any!>", tok).matcher()
         >>> [tok.decode([t]) for t in m.possible_tokens()]
         ['cry']
+        >>> m = Grammar.from_bnf(r"<start> ::= '\\xf0' <start> | '\\xa0'", tok).matcher()
+        >>> [tok.convert_ids_to_tokens(t) for t in m.possible_tokens()]  # the bytes F0 and A0
+        ['ð', 'ł']
         """
         return cls(bnf, tokenizer, root, triggers, max_stacks=max_stacks, dialect="bnf")
 
@@ -332,6 +338,14 @@ class Grammar:
 
     def __del__(self) -> None:
         _release(self, native.bindings_GrammarClose)
+
+
+def _utf8_prefix(data: bytes) -> str:
+    """The longest prefix of data that is whole UTF-8 characters, decoded."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return data[: e.start].decode("utf-8")
 
 
 class Matcher:
@@ -449,8 +463,10 @@ class Matcher:
     def forced_text(self, max_bytes: int = 256) -> str:
         """The text the grammar forces next (jump-forward decoding): the longest string every
         continuation begins with, at most ``max_bytes`` bytes. Empty where the grammar could
-        end or go more than one way, and for a lazy grammar awaiting its trigger. A UTF-8
-        character only partly forced is left out. The matcher is not changed.
+        end or go more than one way, and for a lazy grammar awaiting its trigger. It stops
+        before the first byte that is not part of a whole UTF-8 character: a character only
+        partly forced, or a raw byte of a bnf grammar (so the text can be fed back with
+        :meth:`accept_text`). The matcher is not changed.
 
         >>> g = Grammar('root ::= "{\\"name\\": " [a-z]+ "}"', tok)   # doctest: +SKIP
         >>> g.matcher().forced_text()                                 # doctest: +SKIP
@@ -461,7 +477,7 @@ class Matcher:
             return ""
         buf = np.zeros(n, dtype=np.uint8)
         k = call(native.bindings_MatcherForcedBytes, self._handle, buf.ctypes.data, n, error=TetherError)
-        return bytes(buf[:k]).decode("utf-8", errors="ignore") if k else ""
+        return _utf8_prefix(bytes(buf[:k]))
 
     def _state(self) -> dict[str, bool]:
         return json.loads(call(native.bindings_MatcherState, self._handle, error=TetherError))

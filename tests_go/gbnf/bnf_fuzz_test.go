@@ -43,6 +43,9 @@ var bnfSeeds = []string{
 	"<start> ::= <except!('>')> <except!(\"<\")>",
 	"",
 	"\xff",
+	"<byte> ::= '\\xf0'|'\\xa0'|'\\xb0'\n<sequence> ::= <byte>|<byte><sequence>\n<start> ::= <sequence>",
+	`<start> ::= 'a\xf0' <b> | '\xed\xa0\x80\xc0\x80' "\xe4" '\xbd\xa0' <b>` + "\n" + `<b> ::= '\x80\xff' | ''`,
+	`<start> ::= <except!('\xf0')> '\xc3'`,
 }
 
 func checkBNFInvariants(t *testing.T, g *gbnf.Grammar) {
@@ -60,6 +63,10 @@ func checkBNFInvariants(t *testing.T, g *gbnf.Grammar) {
 				case gbnf.Char:
 					if e.Negated || len(e.Ranges) != 1 || e.Ranges[0].Lo != e.Ranges[0].Hi {
 						t.Fatalf("a terminal of %q is not one code point: %+v", r.Name, e)
+					}
+				case gbnf.Byte:
+					if e.Negated || len(e.Ranges) != 1 || e.Ranges[0].Lo != e.Ranges[0].Hi || e.Ranges[0].Lo < 0x80 || e.Ranges[0].Lo > 0xFF {
+						t.Fatalf("a raw byte of %q is not one byte >= 0x80: %+v", r.Name, e)
 					}
 				case gbnf.RuleRef:
 					if e.Rule < 0 || e.Rule >= len(g.Rules) {

@@ -39,6 +39,47 @@ func TestParseBNFMatchesGBNF(t *testing.T) {
 	}
 }
 
+// \xHH bytes that form UTF-8 characters are characters; every other byte is a
+// raw-byte element (Kind Byte, one byte value), in place among the characters.
+func TestParseBNFRawBytes(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"bnf_sampler's byte example", "<byte> ::= '\\xf0'|'\\xa0'|'\\xb0'\n<start> ::= <byte>|<byte><start>",
+			"byte ::= '\\xf0' | '\\xa0' | '\\xb0'\nstart ::= byte | byte start\n"},
+		{"a lone lead byte before a character", `<start> ::= 'a\xf0\xa0b'`, `start ::= "a" '\xf0' '\xa0' "b"` + "\n"},
+		{"a stray continuation byte", `<start> ::= '\x80'`, `start ::= '\x80'` + "\n"},
+		{"a character then a cut character", `<start> ::= '\xc3\xa9\xe4\xbd'`, `start ::= "é" '\xe4' '\xbd'` + "\n"},
+		{"joined terminals form one character", `<start> ::= '\xe4' '\xbd\xa0'`, `start ::= "你"` + "\n"},
+		{"split across rules: raw", "<start> ::= '\\xe4' <b>\n<b> ::= '\\xbd\\xa0'", "start ::= '\\xe4' b\nb ::= '\\xbd' '\\xa0'\n"},
+		{"a surrogate's bytes", `<start> ::= '\xed\xa0\x80'`, `start ::= '\xed' '\xa0' '\x80'` + "\n"},
+		{"an overlong form", `<start> ::= '\xc0\x80'`, `start ::= '\xc0' '\x80'` + "\n"},
+		{"0xFF", `<start> ::= "\xff"`, `start ::= '\xff'` + "\n"},
+		{"UTF-8 written raw in the source", "<start> ::= 'é'", `start ::= "é"` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := gbnf.ParseBNF(tt.src)
+			require.NoError(t, err)
+			checkBNFInvariants(t, g)
+			assert.Equal(t, tt.want, gbnf.Format(g))
+		})
+	}
+	// The elements themselves.
+	g, err := gbnf.ParseBNF(`<start> ::= 'a\xf0'`)
+	require.NoError(t, err)
+	alt := g.Rules[g.Root].Alts[0]
+	require.Len(t, alt, 2)
+	assert.Equal(t, gbnf.Element{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: 'a', Hi: 'a'}}}, alt[0])
+	assert.Equal(t, gbnf.Element{Kind: gbnf.Byte, Ranges: []gbnf.Range{{Lo: 0xF0, Hi: 0xF0}}}, alt[1])
+	// In excepted literals \xHH stays a raw byte of the literal.
+	g, err = gbnf.ParseBNF(`<start> ::= <except!('\xf0')>`)
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{{0xF0}}, g.Rules[g.Root].Alts[0][0].Literals)
+	// The GBNF dialect is unchanged: \xHH is a code point there.
+	g, err = gbnf.Parse(`root ::= "\xf0"`)
+	require.NoError(t, err)
+	assert.Equal(t, gbnf.Element{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: 0xF0, Hi: 0xF0}}}, g.Rules[g.Root].Alts[0][0])
+}
+
 // Names may hold what GBNF names cannot, such as "_" (bnf_sampler's examples use it).
 func TestParseBNFNames(t *testing.T) {
 	g, err := gbnf.ParseBNF("<start>::=<positive_digit>\n<positive_digit>::='1'|'2'")
@@ -112,8 +153,6 @@ func TestParseBNFErrors(t *testing.T) {
 		{"bad escape", `<start> ::= '\q'`, gbnf.ErrEscape, `1:14: unknown escape "\q": expected one of \t \n \r \\ \' \" \xHH \uHHHH \u{H...}`},
 		{"short hex", `<start> ::= '\x4'`, gbnf.ErrEscape, `1:14: escape \x needs 2 hex digits, found "'"`},
 		{"surrogate", `<start> ::= '\ud800'`, gbnf.ErrEscape, `1:14: escape \ud800 is a UTF-16 surrogate, not a character`},
-		{"raw bytes that are not UTF-8", `<start> ::= 'a\xf0\xa0'`, gbnf.ErrUTF8,
-			`1:13: terminal bytes are not UTF-8 at byte 1 (0xF0): tether's output is UTF-8 text, so raw \xHH bytes must form whole characters within one terminal`},
 		{"unknown built-in", "<start> ::= <all!>", gbnf.ErrSyntax,
 			`1:13: unknown built-in nonterminal <all!>: expected <any!>, <except!('literal')> or <except!([nonterminal])>`},
 		{"defining a built-in", "<any!> ::= 'a'", gbnf.ErrSyntax, `1:1: <any!> is a built-in nonterminal and cannot be defined`},
