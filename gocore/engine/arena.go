@@ -456,8 +456,9 @@ func (a *arena) internSet(ts []int32) int32 {
 // msgTooMany is the advice of a stacks or work limit.
 const msgTooMany = "the grammar is too ambiguous here (too many grammar positions can come next at once); simplify it, or raise the stack limit"
 
-// maxUnfold bounds the stacks unfold splits one node into.
-const maxUnfold = 64
+// maxUnfold bounds the stacks unfold splits one node into: each can need a position
+// cache analysis of its own, so a wide split costs more than the deeper keys save.
+const maxUnfold = 8
 
 // unfold returns nodes standing for the same stacks as node n (a regular node on
 // top of an entry) with no union in their top maxKeyDepth levels, so that each gets

@@ -99,6 +99,9 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		}
 	}
 	for _, gr := range p.groups {
+		if a.hit != nil {
+			return // a limit was met: the caller discards the mask
+		}
 		pc := gr.slot.cache(g)
 		if pc.overflow != nil {
 			// The context-free analysis met a limit, so its split is not
@@ -178,8 +181,8 @@ func clearFrom(mask []uint32, limit int) {
 // walk visits a flat trie from configuration start, advancing one byte per node and
 // skipping the subtree of every byte no stack takes; each token whose node is
 // reached alive is set in mask. This is the hot loop: a node costs one memoized
-// transition lookup. A subtree behind a step that hit a limit is skipped with
-// a.hit set.
+// transition lookup. A step that hits a limit ends the walk with a.hit set (the
+// mask is then discarded).
 func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) {
 	a := m.fam.a
 	order := m.g.trie.order
@@ -197,7 +200,10 @@ func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) 
 		}
 		if nx <= cfgDead {
 			if nx == cfgLimit {
+				// The mask cannot be exact: the caller discards it and
+				// reports the limit, so walking on is wasted work.
 				a.noteLimit()
+				return
 			}
 			i = nd.next
 			continue
