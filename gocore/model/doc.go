@@ -36,7 +36,7 @@
 //     once per product into a per-worker buffer). Attention, softmax and SiLU use AVX2
 //     kernels too (a vectorized float32 exp). A persistent pool of workers splits every
 //     product by panels, handing chunks out through an atomic counter; between products
-//     a worker spins briefly (50 µs) instead of parking, since a futex wake costs a
+//     a worker spins briefly (10 µs) instead of parking, since a futex wake costs a
 //     sizeable share of a 40-250 µs decode product. Packed weights are carved from
 //     64 MiB blocks that ask for transparent huge pages (madvise), which lifted one
 //     worker's weight stream from 14-17 to 20-21 GB/s on the 2-core Zen 3 guest. Every kernel has

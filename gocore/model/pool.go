@@ -51,7 +51,7 @@ const minPoolWork = 1 << 15
 
 // spinWait is how long a worker polls for the next loop before parking, and the
 // caller for its workers before blocking.
-const spinWait = 50 * time.Microsecond
+const spinWait = 10 * time.Microsecond
 
 func newPool(threads int) *pool {
 	p := &pool{threads: threads}

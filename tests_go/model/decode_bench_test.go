@@ -52,3 +52,25 @@ func BenchmarkDecodeStep(b *testing.B) {
 	cpu := time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano())
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/tok")
 }
+
+// BenchmarkPrefill runs 128-token prefills of the checkpoint in $TETHER_BENCH_MODEL.
+func BenchmarkPrefill(b *testing.B) {
+	dir := os.Getenv("TETHER_BENCH_MODEL")
+	if dir == "" {
+		b.Skip("TETHER_BENCH_MODEL not set")
+	}
+	m, err := model.Load(dir, model.WithThreads(2))
+	require.NoError(b, err)
+	defer m.Close()
+	prompt := make([]int, 128)
+	for i := range prompt {
+		prompt[i] = 100 + i
+	}
+	st := m.NewState()
+	for b.Loop() {
+		st.Reset()
+		_, err = m.Forward(st, prompt)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tok/s")
+}
