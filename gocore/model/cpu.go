@@ -26,6 +26,7 @@ type CPU struct {
 	threads int
 	kern    kernels
 	pool    *pool
+	arena   weightArena  // packed weights
 	scratch []cpuScratch // per worker
 	h       []float32    // normalized rows for the fused products
 	xtail   []float32    // the last n%6 rows of a product's input, zero-padded to 6
@@ -96,13 +97,13 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	switch t.Dtype() {
 	case tensor.Float32:
 		d := t.Float32s()
-		w.f32 = packPanels(c.pool, w.rows, w.cols, func(r int) []float32 { return d[r*w.cols:] })
+		w.f32 = packPanels(c.pool, arenaSlice[float32](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, func(r int) []float32 { return d[r*w.cols:] })
 		if w.rows == 1 {
 			w.vec = append([]float32(nil), d[:w.cols]...)
 		}
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
-		w.bf = packPanels(c.pool, w.rows, w.cols, func(r int) []uint16 { return d[r*w.cols:] })
+		w.bf = packPanels(c.pool, arenaSlice[uint16](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, func(r int) []uint16 { return d[r*w.cols:] })
 		if w.rows == 1 {
 			w.vec = make([]float32, w.cols)
 			widenBF16Go(w.vec, d[:w.cols])

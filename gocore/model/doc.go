@@ -35,7 +35,11 @@
 //     one panel reused from cache by every block of six tokens; a bf16 panel is widened
 //     once per product into a per-worker buffer). Attention, softmax and SiLU use AVX2
 //     kernels too (a vectorized float32 exp). A persistent pool of workers splits every
-//     product by panels, handing chunks out through an atomic counter. Every kernel has
+//     product by panels, handing chunks out through an atomic counter; between products
+//     a worker spins briefly (10 µs) instead of parking, since a futex wake costs a
+//     sizeable share of a 40-250 µs decode product. Packed weights are carved from
+//     64 MiB blocks that ask for transparent huge pages (madvise), which lifted one
+//     worker's weight stream from 14-17 to 20-21 GB/s on the 2-core Zen 3 guest. Every kernel has
 //     a portable Go version: used on other architectures, on CPUs without AVX2/FMA, and
 //     with WithPortableKernels (tested against the assembly).
 //

@@ -147,3 +147,4 @@ pvdone:
 	VMOVUPS Y1, 32(DX)
 	VZEROUPPER
 	RET
+

@@ -3,7 +3,7 @@ package model
 import (
 	"math"
 	"sync"
-	"sync/atomic"
+	"unsafe"
 )
 
 // panelW is the number of output rows in one packed weight panel. A panel stores those
@@ -112,10 +112,11 @@ func widenBF16Go(dst []float32, src []uint16) {
 }
 
 // packPanels lays out a row-major [rows, cols] matrix (get(r) returns row r) as
-// ceil(rows/16) panels of [cols][16], zero-padded; panels are filled by the pool.
-func packPanels[T float32 | uint16](p *pool, rows, cols int, get func(r int) []T) []T {
+// ceil(rows/16) panels of [cols][16] in out (panelsLen(rows, cols) elements, zeroed),
+// zero-padded; panels are filled by the pool.
+func packPanels[T float32 | uint16](p *pool, out []T, rows, cols int, get func(r int) []T) []T {
 	panels := (rows + panelW - 1) / panelW
-	out := make([]T, panels*cols*panelW)
+	out = out[:panels*cols*panelW]
 	p.run(panels, rows*cols, func(_, lo, hi int) {
 		for pi := lo; pi < hi; pi++ {
 			dst := out[pi*cols*panelW : (pi+1)*cols*panelW]
@@ -126,87 +127,49 @@ func packPanels[T float32 | uint16](p *pool, rows, cols int, get func(r int) []T
 			}
 		}
 	})
+	hugePages(unsafe.Pointer(unsafe.SliceData(out)), uintptr(len(out))*unsafe.Sizeof(out[0]), true)
 	return out
 }
 
-// pool is a fixed set of worker goroutines that split a loop with the caller: work is
-// cut into a few chunks per worker, handed out through an atomic counter, so a worker
-// slowed by other load on the machine takes fewer chunks instead of holding up the rest.
-type pool struct {
-	threads int
-	mu      sync.Mutex // one loop at a time; workers' scratch is per worker index
-	jobs    []chan *poolJob
-	closed  bool
+// panelsLen is the number of elements of a [rows, cols] matrix packed into panels.
+func panelsLen(rows, cols int) int { return (rows + panelW - 1) / panelW * cols * panelW }
+
+// slabSize is the size of the blocks the CPU engine carves its packed weights from:
+// one block spans many 2 MiB huge pages, where one small matrix alone would span none.
+const slabSize = 64 << 20
+
+// weightArena hands out zeroed, 64-byte-aligned weight storage from large blocks
+// backed by transparent huge pages where the kernel allows (see hugePages). Blocks are
+// ordinary Go memory: a weight's slice keeps its block alive, and the garbage collector
+// frees it with the last weight.
+type weightArena struct {
+	mu   sync.Mutex
+	slab []byte
+	off  int
 }
 
-type poolJob struct {
-	f      func(worker, lo, hi int)
-	units  int
-	chunks int
-	next   atomic.Int64
-	wg     sync.WaitGroup
-}
-
-// minPoolWork is the work (multiply-adds) below which a loop runs on the caller alone:
-// waking a worker costs more than it saves.
-const minPoolWork = 1 << 15
-
-func newPool(threads int) *pool {
-	p := &pool{threads: threads}
-	for w := 1; w < threads; w++ {
-		ch := make(chan *poolJob, 1)
-		p.jobs = append(p.jobs, ch)
-		go func(w int) {
-			for j := range ch {
-				j.work(w)
-				j.wg.Done()
-			}
-		}(w)
+// alloc returns n zeroed bytes.
+func (a *weightArena) alloc(n int) unsafe.Pointer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n = (n + 63) &^ 63
+	if n > slabSize/4 {
+		b := make([]byte, n)
+		hugePages(unsafe.Pointer(unsafe.SliceData(b)), uintptr(n), false)
+		return unsafe.Pointer(unsafe.SliceData(b))
 	}
+	if a.slab == nil || a.off+n > len(a.slab) {
+		a.slab = make([]byte, slabSize)
+		a.off = 0
+		hugePages(unsafe.Pointer(unsafe.SliceData(a.slab)), slabSize, false)
+	}
+	p := unsafe.Pointer(&a.slab[a.off])
+	a.off += n
 	return p
 }
 
-func (j *poolJob) work(w int) {
-	for {
-		c := int(j.next.Add(1) - 1)
-		if c >= j.chunks {
-			return
-		}
-		j.f(w, c*j.units/j.chunks, (c+1)*j.units/j.chunks)
-	}
-}
-
-// run calls f(worker, lo, hi) over disjoint ranges covering [0, units); worker is in
-// [0, threads) and no two concurrent calls share one. work (multiply-adds) decides how
-// many workers join.
-func (p *pool) run(units, work int, f func(worker, lo, hi int)) {
-	if units <= 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	parts := min(p.threads, units, max(1, work/minPoolWork))
-	if parts <= 1 || p.closed {
-		f(0, 0, units)
-		return
-	}
-	j := &poolJob{f: f, units: units, chunks: min(units, 4*parts)}
-	j.wg.Add(parts - 1)
-	for w := 1; w < parts; w++ {
-		p.jobs[w-1] <- j
-	}
-	j.work(0)
-	j.wg.Wait()
-}
-
-// close stops the workers; later loops run on the caller.
-func (p *pool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.closed {
-		p.closed = true
-		for _, ch := range p.jobs {
-			close(ch)
-		}
-	}
+// arenaSlice returns n zeroed elements of T from a.
+func arenaSlice[T float32 | uint16](a *weightArena, n int) []T {
+	var zero T
+	return unsafe.Slice((*T)(a.alloc(n*int(unsafe.Sizeof(zero)))), n)
 }

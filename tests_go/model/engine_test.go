@@ -343,10 +343,19 @@ func TestCPUWorkerPoolIsPersistent(t *testing.T) {
 	require.NoError(t, err)
 	x := tensor.New(tensor.WithShape(576), tensor.WithBacking(randSlice(r, 576)))
 	dst := tensor.New(tensor.WithShape(1536), tensor.WithBacking(make([]float32, 1536)))
+	want := make([]float32, 1536)
+	require.NoError(t, e.MatVec(tensor.New(tensor.WithShape(1536), tensor.WithBacking(want)), x, w))
 	for i := 0; i < 50; i++ {
+		if i%10 == 0 {
+			// Idle for longer than the workers spin: they park, and the next product
+			// must wake them (and still be right).
+			time.Sleep(5 * time.Millisecond)
+		}
 		require.NoError(t, e.MatVec(dst, x, w))
+		require.Equal(t, want, dst.Float32s(), "product %d", i)
 	}
 	assert.Equal(t, before+2, runtime.NumGoroutine(), "products start no goroutines")
+	time.Sleep(5 * time.Millisecond) // Close reaches parked workers too
 	require.NoError(t, e.Close())
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

@@ -1,0 +1,76 @@
+package model_test
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/model"
+)
+
+// BenchmarkDecodeStep runs one-token forward passes of the checkpoint in
+// $TETHER_BENCH_MODEL (e.g. bench_model.py's --model-dir output) after a 128-token
+// prefill, resetting the cache every 64 steps so the KV length matches the benchmark's.
+func BenchmarkDecodeStep(b *testing.B) {
+	dir := os.Getenv("TETHER_BENCH_MODEL")
+	if dir == "" {
+		b.Skip("TETHER_BENCH_MODEL not set")
+	}
+	m, err := model.Load(dir, model.WithThreads(2))
+	require.NoError(b, err)
+	defer m.Close()
+	prompt := make([]int, 128)
+	for i := range prompt {
+		prompt[i] = 100 + i
+	}
+	st := m.NewState()
+	_, err = m.Forward(st, prompt)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	i := 0
+	for b.Loop() {
+		if i%64 == 63 {
+			b.StopTimer()
+			st.Reset()
+			_, err = m.Forward(st, prompt)
+			require.NoError(b, err)
+			b.StartTimer()
+		}
+		_, err := m.Forward(st, []int{5 + i%100})
+		require.NoError(b, err)
+		i++
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+	// CPU time per token (both workers, spinning included): on a loaded machine, where
+	// wall time mostly measures the scheduler, this still tracks the kernels' stalls.
+	cpu := time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/tok")
+}
+
+// BenchmarkPrefill runs 128-token prefills of the checkpoint in $TETHER_BENCH_MODEL.
+func BenchmarkPrefill(b *testing.B) {
+	dir := os.Getenv("TETHER_BENCH_MODEL")
+	if dir == "" {
+		b.Skip("TETHER_BENCH_MODEL not set")
+	}
+	m, err := model.Load(dir, model.WithThreads(2))
+	require.NoError(b, err)
+	defer m.Close()
+	prompt := make([]int, 128)
+	for i := range prompt {
+		prompt[i] = 100 + i
+	}
+	st := m.NewState()
+	for b.Loop() {
+		st.Reset()
+		_, err = m.Forward(st, prompt)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tok/s")
+}
