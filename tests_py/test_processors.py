@@ -298,7 +298,7 @@ def test_errors_are_exceptions() -> None:
 
 
 def test_many_processor_lifecycles_do_not_leak() -> None:
-    """10,000 processors made, used for a step and dropped grow RSS by < 50 MB."""
+    """Processors made, used for a step and dropped do not grow RSS (< 5 KB each)."""
     import gc
     import resource
 
@@ -317,8 +317,12 @@ def test_many_processor_lifecycles_do_not_leak() -> None:
             del proc
         gc.collect()
 
-    cycle(500)  # warm: caches, allocator pools
+    # Warm up (caches, allocator pools), then one round that lets Go's heap reach
+    # its steady size (its GC target can move once on a busy machine): a leak grows
+    # RSS in every round, so the second round is the one judged (5 KB a lifecycle).
+    cycle(500)
+    cycle(5_000)
     before = rss_mb()
-    cycle(10_000)
+    cycle(5_000)
     grown = rss_mb() - before
-    assert grown < 50, f"RSS grew by {grown:.1f} MB over 10,000 processor lifecycles"
+    assert grown < 25, f"RSS grew by {grown:.1f} MB over 5,000 processor lifecycles"
