@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
-from ._native_call import call, native
+from ._native_call import call, native, translate
+from .bitmask import _bind, _still_bound
 
 #: The default of ``whitespace`` in every entry point (processors,
 #: :func:`json_schema_to_gbnf`, ``tether gbnf``): JSON's own whitespace rule is
@@ -353,6 +354,7 @@ class Matcher:
         # One entry per accepted step (accept_token / accept_text), True where the step
         # was an end-of-generation token: is_terminated() and rollback() read it.
         self._steps: list[bool] = []
+        self._bound: Any = None  # the last bitmask filled, checked (bitmask._bind)
         self._handle = _handle or call(native.bindings_MatcherNew, grammar._handle, error=GrammarError)
 
     def accept_token(self, token_id: int) -> None:
@@ -428,16 +430,66 @@ class Matcher:
         of allowed tokens; :class:`tether.GrammarLimitError` (and a cleared row) when a
         limit prevents an exact mask.
 
+        The array is checked on the first call; later calls with the same array (same
+        shape and address) go straight to the Go core, so a decoding loop that reuses its
+        bitmask pays about one native call per mask. See :meth:`accept_and_fill` for a
+        whole step (accept the sampled token, fill the next row) in one call.
+
         >>> mask = tether.allocate_token_bitmask(1, len(tok))         # doctest: +SKIP
         >>> m.fill_next_token_bitmask(mask)                           # doctest: +SKIP
         """
-        from .bitmask import _buffer
+        b = self._bound
+        if not _still_bound(b, bitmask):
+            b = self._bound = _bind(bitmask)
+        if type(index) is not int or not 0 <= index < b[2]:
+            index = self._row_index(index, b[2])
+        try:
+            return native.bindings_MatcherFillBitmask(self._handle, b[1], b[2], b[3], index)
+        except (RuntimeError, ValueError, OverflowError) as exc:
+            raise translate(exc, native.bindings_MatcherFillBitmask, TetherError) from None
 
-        addr, rows, words = _buffer(bitmask)
+    def accept_and_fill(self, token_id: int, bitmask: Any, index: int = 0) -> None:
+        """One decoding step in one call into the Go core: accept ``token_id`` (the token
+        just sampled), then write the tokens allowed after it into row ``index`` of
+        ``bitmask``, as :meth:`fill_next_token_bitmask` does (without counting them).
+
+        A refused token raises :class:`tether.GrammarError` with the matcher unchanged
+        and the row cleared; after an end-of-generation token the matcher is terminated
+        (:meth:`is_terminated`) and the row holds what the grammar allows after it
+        (nothing, for a grammar that ended).
+
+        >>> import os, pathlib, numpy as np
+        >>> from transformers import PreTrainedTokenizerFast
+        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+        >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+        >>> m = Grammar('root ::= "ab" [0-9]', tok).matcher()
+        >>> mask = np.zeros((1, (len(tok) + 31) // 32), dtype=np.int32)
+        >>> m.fill_next_token_bitmask(mask) > 0
+        True
+        >>> m.accept_and_fill(tok.convert_tokens_to_ids("ab"), mask)
+        >>> [tok.decode([int(t)]) for t in allowed_token_ids(mask[0].view(np.uint32), len(tok))][:3]
+        ['0', '1', '2']
+        """
+        tid = token_id if type(token_id) is int and token_id >= 0 else _token_id(token_id, "token_id")
+        if self._steps and self._steps[-1]:
+            raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
+        b = self._bound
+        if not _still_bound(b, bitmask):
+            b = self._bound = _bind(bitmask)
+        if type(index) is not int or not 0 <= index < b[2]:
+            index = self._row_index(index, b[2])
+        try:
+            native.bindings_MatcherAcceptFillBitmask(self._handle, tid, b[1], b[2], b[3], index)
+        except (RuntimeError, ValueError, OverflowError) as exc:
+            raise translate(exc, native.bindings_MatcherAcceptFillBitmask, GrammarError) from None
+        self._steps.append(tid in self.grammar.vocab._eog_set)
+
+    @staticmethod
+    def _row_index(index: Any, rows: int) -> int:
         i = _token_id(index, "index")
         if i >= rows:
             raise IndexError(f"index {i} outside a bitmask of {rows} rows")
-        return call(native.bindings_MatcherFillBitmask, self._handle, addr, rows, words, i, error=TetherError)
+        return i
 
     def is_terminated(self) -> bool:
         """Whether the last accepted token ended generation (an end-of-generation token
