@@ -24,7 +24,7 @@ def test_accept_and_fill_equals_accept_then_fill_on_dev_instances() -> None:
         ids = tok.encode(json.dumps(data), add_special_tokens=False)
         fast, oracle = g.matcher(), g.matcher()
         mask = tether.allocate_token_bitmask(2, len(tok), torch=False)
-        fast.fill_next_token_bitmask(mask, 1)
+        assert fast.fill_next_token_bitmask(mask, 1) is None
         for step, t in enumerate(ids):
             assert set(bits(mask, 1, len(tok))) == set(oracle.allowed_token_ids()), (name, step)
             fast.accept_and_fill(t, mask, 1)
@@ -101,6 +101,7 @@ def test_fill_count_on_dense_masks(extra_words: int) -> None:
     words = (len(tok) + 31) // 32 + extra_words
     m = tether.Grammar('root ::= [^"]* "\\""', tok).matcher()
     mask = np.zeros((1, words), dtype=np.int32)
-    n = m.fill_next_token_bitmask(mask)
+    assert m.fill_next_token_bitmask(mask) is None
+    n = m.fill_next_token_bitmask(mask, count=True)
     assert n == len(m.allowed_token_ids()) > 100_000
     assert n == int(np.unpackbits(mask.view(np.uint8)).sum())
