@@ -15,7 +15,10 @@ import numpy as np
 
 from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
 from ._native_call import call, native, translate
-from .bitmask import _bind, _still_bound
+from .bitmask import _bind
+
+# The one-call step (accept a token, fill a bitmask row), bound once: it is the per-token path.
+_accept_fill = native.bindings_MatcherAcceptFillBitmask
 
 #: The default of ``whitespace`` in every entry point (processors,
 #: :func:`json_schema_to_gbnf`, ``tether gbnf``): JSON's own whitespace rule is
@@ -444,19 +447,21 @@ class Matcher:
         >>> m.fill_next_token_bitmask(mask, count=True)               # doctest: +SKIP
         10
         """
-        b = self._bound
-        if not _still_bound(b, bitmask):
+        b = self._bound  # _still_bound, inlined: this is the per-token path
+        if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
             b = self._bound = _bind(bitmask)
         if type(index) is not int or not 0 <= index < b[2]:
             index = self._row_index(index, b[2])
-        fn = native.bindings_MatcherFillBitmask if count else native.bindings_MatcherAcceptFillBitmask
-        try:
-            if count:
-                return fn(self._handle, b[1], b[2], b[3], index)
-            fn(self._handle, -1, b[1], b[2], b[3], index)
+        if not count:
+            try:
+                _accept_fill(self._handle, -1, b[1], b[2], b[3], index)
+            except (RuntimeError, ValueError, OverflowError) as exc:
+                raise translate(exc, _accept_fill, TetherError) from None
             return None
+        try:
+            return native.bindings_MatcherFillBitmask(self._handle, b[1], b[2], b[3], index)
         except (RuntimeError, ValueError, OverflowError) as exc:
-            raise translate(exc, fn, TetherError) from None
+            raise translate(exc, native.bindings_MatcherFillBitmask, TetherError) from None
 
     def accept_and_fill(self, token_id: int, bitmask: Any, index: int = 0) -> None:
         """One decoding step in one call into the Go core: accept ``token_id`` (the token
@@ -484,14 +489,14 @@ class Matcher:
         if self._steps and self._steps[-1]:
             raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
         b = self._bound
-        if not _still_bound(b, bitmask):
+        if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
             b = self._bound = _bind(bitmask)
         if type(index) is not int or not 0 <= index < b[2]:
             index = self._row_index(index, b[2])
         try:
-            native.bindings_MatcherAcceptFillBitmask(self._handle, tid, b[1], b[2], b[3], index)
+            _accept_fill(self._handle, tid, b[1], b[2], b[3], index)
         except (RuntimeError, ValueError, OverflowError) as exc:
-            raise translate(exc, native.bindings_MatcherAcceptFillBitmask, GrammarError) from None
+            raise translate(exc, _accept_fill, GrammarError) from None
         self._steps.append(tid in self.grammar.vocab._eog_set)
 
     @staticmethod
