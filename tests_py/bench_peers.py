@@ -38,7 +38,7 @@ Default engines: tether-go, tether-py, llguidance; ``BENCH_PEERS_ENGINES=all`` (
 minute on this machine (one took 65 s), far past a default run's budget.
 
 ``BENCH_PEERS_LIMIT=N`` is the default of ``--limit``: N schemas spread evenly over the
-split (every k-th line), 0 for all 2,811. Without it, 1,000 schemas (about 6 minutes on
+split (every k-th line), 0 for all 2,811. Without it, 1,000 schemas (3 to 6 minutes on
 2 cores): the whole split takes about 16 minutes without xgrammar.
 """
 
