@@ -44,7 +44,7 @@ GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench bench-py bench-model vllm-env test-vllm
+        tools rustlib venv tokenizers native bench bench-py bench-model bench-peers peers-env vllm-env test-vllm
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -54,6 +54,7 @@ help:
 	@echo "make wheel   build dist/tether-*.whl; install and test it where Go, cargo and cc are hidden"
 	@echo "make test-vllm  the vLLM environment (cached), then tether inside vLLM: offline and server"
 	@echo "make bench   Go benchmarks"
+	@echo "make bench-peers  tether (Go and Python) against llguidance and xgrammar on the MaskBench dev split"
 	@echo "make clean   remove build output in this clone (the cache in $(CACHE) stays)"
 
 setup: tools rustlib venv tokenizers native
@@ -250,6 +251,35 @@ bench-model: setup build
 # and one batch bitmask fill of 64 different grammars against 64 single calls.
 bench-py: setup
 	cd tests_py && $(VPY) bench_processor.py && $(VPY) bench_bitmask.py
+
+# ---- Peer benchmark --------------------------------------------------------------------
+# llguidance and xgrammar (pinned in tests_py/requirements-peers.txt) live in their own
+# environment, $(CACHE)/peers/<key>, keyed by that file, .venv's dependency key and the
+# Python version; it sees .venv's torch/transformers/numpy through a .pth file, and this
+# clone's tether through PYTHONPATH. tests_py/bench_peers.py runs tether (timed in Go and
+# through the Python API) and both peers on the MaskBench dev split with the Llama-3
+# tokenizer and prints one table. BENCH_PEERS_LIMIT=N runs the first N schemas only.
+PEERS_KEY := $(shell (cat tests_py/requirements-peers.txt; echo "$(VENV_KEY) $(PY_VERSION)"; uname -m) | sha256sum | cut -c1-16)
+PEERS_DIR := $(CACHE)/peers/$(PEERS_KEY)
+
+peers-env: venv
+	@mkdir -p $(CACHE)/peers
+	@if [ ! -f $(PEERS_DIR)/.complete ]; then \
+	  echo "installing llguidance and xgrammar into $(PEERS_DIR)"; \
+	  flock $(CACHE)/peers/.lock bash -euc ' \
+	    if [ ! -f $(PEERS_DIR)/.complete ]; then \
+	      rm -rf $(PEERS_DIR); $(PYTHON) -m venv $(PEERS_DIR); \
+	      site=$$($(PEERS_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()[\"purelib\"])"); \
+	      deps=$$($(DEPS_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()[\"purelib\"])"); \
+	      echo "import site; site.addsitedir(\"$$deps\")" > $$site/00-tether-deps.pth; \
+	      $(PEERS_DIR)/bin/python -m pip install --no-input -q --no-deps -r tests_py/requirements-peers.txt; \
+	      $(PEERS_DIR)/bin/python -c "import llguidance, xgrammar, torch, transformers"; \
+	      touch $(PEERS_DIR)/.complete; \
+	    fi'; \
+	fi
+
+bench-peers: setup peers-env
+	cd tests_py && PYTHONPATH=$(ROOT)/python nice $(PEERS_DIR)/bin/python bench_peers.py $(BENCH_PEERS_ARGS)
 
 # ---- Demo -------------------------------------------------------------------------------
 # MODEL=<local HF model dir> uses a real model; the default is offline (tiny random model).

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/tetherlm/tether/gocore/safecall"
+	"github.com/tetherlm/tether/gocore/session"
 )
 
 // The bitmask API for callers that run their own decoding loop (vLLM, SGLang, a
@@ -23,19 +24,35 @@ func bitmaskRows(buf uintptr, rows, words int) ([]uint32, error) {
 	return view[uint32](buf, rows*words, "bitmask")
 }
 
-// fillRow fills one row of a bitmask from matcher h; the row is cleared when it fails.
-func fillRow(h int64, dst []uint32) (int, error) {
+// fillRow fills one row of a bitmask from matcher h and returns the number of allowed
+// tokens when count is set (else 0); the row is cleared when it fails.
+func fillRow(h int64, dst []uint32, count bool) (int, error) {
 	m, err := matchers.get(h)
 	if err != nil {
 		clear(dst)
 		return 0, err
 	}
+	return fillMatcherRow(m, dst, count)
+}
+
+// rowFits checks that a row of dst's width covers the matcher's token ids.
+func rowFits(m session.EngineMatcher, dst []uint32) error {
 	if n := m.Grammar().Vocabulary().Size(); len(dst)*32 < n {
+		return fmt.Errorf("bitmask: rows of %d words hold %d token ids, fewer than the tokenizer's %d", len(dst), len(dst)*32, n)
+	}
+	return nil
+}
+
+func fillMatcherRow(m session.EngineMatcher, dst []uint32, count bool) (int, error) {
+	if err := rowFits(m, dst); err != nil {
 		clear(dst)
-		return 0, fmt.Errorf("bitmask: rows of %d words hold %d token ids, fewer than the tokenizer's %d", len(dst), len(dst)*32, n)
+		return 0, err
 	}
 	if err := m.FillMask(dst); err != nil {
 		return 0, coreError(err)
+	}
+	if !count {
+		return 0, nil
 	}
 	return popcount(dst), nil
 }
@@ -53,7 +70,41 @@ func MatcherFillBitmask(h int64, buf uintptr, rows, words, index int) (int, erro
 		if index < 0 || index >= rows {
 			return 0, fmt.Errorf("bitmask: row index %d outside [0, %d)", index, rows)
 		}
-		return fillRow(h, all[index*words:(index+1)*words])
+		return fillRow(h, all[index*words:(index+1)*words], true)
+	})
+}
+
+// MatcherAcceptFillBitmask is one decoding step in one call: matcher h accepts token
+// (skipped when token is negative), then writes its allowed-token bitset into row index
+// of the caller's int32 [rows × words] buffer at buf, as MatcherFillBitmask does but
+// without counting the allowed tokens (it returns 0). When the token is refused the
+// matcher is unchanged, the row is cleared and the error says why.
+func MatcherAcceptFillBitmask(h int64, token int, buf uintptr, rows, words, index int) (int, error) {
+	return safecall.Do("MatcherAcceptFillBitmask", func() (int, error) {
+		all, err := bitmaskRows(buf, rows, words)
+		if err != nil {
+			return 0, err
+		}
+		if index < 0 || index >= rows {
+			return 0, fmt.Errorf("bitmask: row index %d outside [0, %d)", index, rows)
+		}
+		dst := all[index*words : (index+1)*words]
+		m, err := matchers.get(h)
+		if err != nil {
+			clear(dst)
+			return 0, err
+		}
+		if err := rowFits(m, dst); err != nil {
+			clear(dst)
+			return 0, err
+		}
+		if token >= 0 {
+			if err := coreError(m.AcceptToken(token)); err != nil {
+				clear(dst)
+				return 0, err
+			}
+		}
+		return fillMatcherRow(m, dst, false)
 	})
 }
 
@@ -98,7 +149,7 @@ func MatchersFillBitmasks(hs, idx uintptr, n int, buf uintptr, rows, words int) 
 				}
 			}()
 			r := int(index[i])
-			_, errs[i] = fillRow(handles[i], all[r*words:(r+1)*words])
+			_, errs[i] = fillRow(handles[i], all[r*words:(r+1)*words], false)
 		}
 		workers := min(n, runtime.GOMAXPROCS(0))
 		if workers <= 1 {

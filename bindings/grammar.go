@@ -3,6 +3,7 @@ package bindings
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/safecall"
@@ -241,12 +242,15 @@ func MatcherClose(h int64) (bool, error) {
 	})
 }
 
+// popcount is the number of bits set in words, 64 bits at a time.
 func popcount(words []uint32) int {
 	n := 0
-	for _, w := range words {
-		for ; w != 0; w &= w - 1 {
-			n++
-		}
+	i := 0
+	for ; i+1 < len(words); i += 2 {
+		n += bits.OnesCount64(uint64(words[i]) | uint64(words[i+1])<<32)
+	}
+	if i < len(words) {
+		n += bits.OnesCount32(words[i])
 	}
 	return n
 }

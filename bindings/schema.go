@@ -21,25 +21,9 @@ type schemaOptions struct {
 // It returns {"grammar": "...", "ignored": [{"keyword", "pointer", "reason"}]}.
 func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
 	return safecall.Do("SchemaToGBNF", func() (string, error) {
-		var o schemaOptions
-		if optionsJSON != "" {
-			if err := json.Unmarshal([]byte(optionsJSON), &o); err != nil {
-				return "", fmt.Errorf("schema options: %v", err)
-			}
-		}
-		var opts []schema.Option
-		if o.Whitespace != "" {
-			ws, ok := schema.ParseWhitespace(o.Whitespace)
-			if !ok {
-				return "", fmt.Errorf("schema options: whitespace %q is not one of flexible, compact, bounded", o.Whitespace)
-			}
-			opts = append(opts, schema.WithWhitespace(ws))
-		}
-		if o.Lenient {
-			opts = append(opts, schema.Lenient())
-		}
-		if o.StrictObjects {
-			opts = append(opts, schema.StrictObjects())
+		opts, err := parseSchemaOptions(optionsJSON)
+		if err != nil {
+			return "", err
 		}
 		g, ignored, err := schema.FromJSONSchema([]byte(schemaJSON), opts...)
 		if err != nil {
@@ -60,6 +44,31 @@ func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
 		b, err := json.Marshal(out)
 		return string(b), err
 	})
+}
+
+// parseSchemaOptions reads the converter options python/tether sends ("" for the defaults).
+func parseSchemaOptions(optionsJSON string) ([]schema.Option, error) {
+	var o schemaOptions
+	if optionsJSON != "" {
+		if err := json.Unmarshal([]byte(optionsJSON), &o); err != nil {
+			return nil, fmt.Errorf("schema options: %v", err)
+		}
+	}
+	var opts []schema.Option
+	if o.Whitespace != "" {
+		ws, ok := schema.ParseWhitespace(o.Whitespace)
+		if !ok {
+			return nil, fmt.Errorf("schema options: whitespace %q is not one of flexible, compact, bounded", o.Whitespace)
+		}
+		opts = append(opts, schema.WithWhitespace(ws))
+	}
+	if o.Lenient {
+		opts = append(opts, schema.Lenient())
+	}
+	if o.StrictObjects {
+		opts = append(opts, schema.StrictObjects())
+	}
+	return opts, nil
 }
 
 // RegexToGBNF converts a regular expression (Go RE2 syntax, matched in full) to GBNF.

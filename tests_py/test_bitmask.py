@@ -61,7 +61,7 @@ def test_layout_is_xgrammars_lsb_first() -> None:
     width = len(tok) + 70  # a model with padding columns past the tokenizer
     for mask in (np.full((3, (width + 31) // 32), -1, dtype=np.int32), torch.full((3, (width + 31) // 32), -1, dtype=torch.int32)):
         m = g.matcher()
-        assert m.fill_next_token_bitmask(mask, index=1) == len(m.allowed_token_ids())
+        assert m.fill_next_token_bitmask(mask, index=1, count=True) == len(m.allowed_token_ids())
         row = np.asarray(mask[1]).astype(np.uint32)
         assert (int(row[yes // 32]) >> (yes % 32)) & 1 and (int(row[no // 32]) >> (no % 32)) & 1
         assert set(bits(mask, 1, width)) == set(m.allowed_token_ids().tolist())

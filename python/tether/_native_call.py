@@ -51,15 +51,22 @@ def call(fn: Callable[..., T], *args: Any, error: type[TetherError]) -> T:
     (or to InternalError when Go recovered from a panic)."""
     try:
         return fn(*args)
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError, UnicodeError, OverflowError) as exc:
+        raise translate(exc, fn, error) from None
+
+
+def translate(exc: Exception, fn: Callable[..., Any], error: type[TetherError]) -> TetherError:
+    """The tether exception for an exception a call of the extension's fn raised:
+    gopy's RuntimeError carries Go's error (InternalError when Go recovered from a panic,
+    a structured error's own type, else ``error``); ValueError, UnicodeError and
+    OverflowError come from the extension's argument conversion before Go runs, e.g. a
+    str with lone surrogates (not encodable as UTF-8) or an int out of range."""
+    if isinstance(exc, RuntimeError):
         msg = str(exc)
         if msg.startswith(_INTERNAL_PREFIX):
-            raise InternalError(msg) from None
+            return InternalError(msg)
         structured = _structured(msg)
         if structured is not None:
-            raise structured from None
-        raise error(msg) from None
-    except (ValueError, UnicodeError, OverflowError) as exc:
-        # Raised by the extension's argument conversion before Go runs, e.g. a str
-        # with lone surrogates (not encodable as UTF-8) or an int out of range.
-        raise error(f"{getattr(fn, '__name__', 'call')}: bad argument: {exc}") from None
+            return structured
+        return error(msg)
+    return error(f"{getattr(fn, '__name__', 'call')}: bad argument: {exc}")

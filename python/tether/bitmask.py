@@ -84,6 +84,33 @@ def _buffer(bitmask: Any) -> tuple[int, int, int]:
     return addr, int(shape[0]), int(shape[1])
 
 
+class _Bound(tuple):
+    """A checked bitmask buffer, kept by a Matcher so that repeated fills into the same
+    array skip the checks: (array, address, rows, words, shape, is_torch)."""
+
+    __slots__ = ()
+
+
+def _bind(bitmask: Any) -> _Bound:
+    """Check a bitmask (see :func:`_buffer`) and remember what :func:`_still_bound` needs."""
+    addr, rows, words = _buffer(bitmask)
+    is_torch = not isinstance(bitmask, np.ndarray)
+    return _Bound((bitmask, addr, rows, words, bitmask.shape, is_torch))
+
+
+def _still_bound(b: _Bound | None, bitmask: Any) -> bool:
+    """Whether bitmask is the array b was made from, at the same address and shape.
+
+    The matcher holds a reference to the array, so numpy cannot resize it in place
+    (``resize`` checks references); a changed shape or dtype (``a.shape = ...``,
+    ``a.dtype = ...``) changes its shape, and a torch tensor given new storage
+    (``set_``, ``resize_``) changes its data pointer or shape: each of those rechecks it."""
+    return (
+        b is not None and b[0] is bitmask and bitmask.shape == b[4]
+        and (not b[5] or bitmask.data_ptr() == b[1])
+    )
+
+
 def fill_next_token_bitmasks(
     matchers: Sequence[Matcher], bitmask: Any, indices: Sequence[int] | None = None
 ) -> None:

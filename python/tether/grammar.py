@@ -14,7 +14,11 @@ from typing import Any
 import numpy as np
 
 from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
-from ._native_call import call, native
+from ._native_call import call, native, translate
+from .bitmask import _bind
+
+# The one-call step (accept a token, fill a bitmask row), bound once: it is the per-token path.
+_accept_fill = native.bindings_MatcherAcceptFillBitmask
 
 #: The default of ``whitespace`` in every entry point (processors,
 #: :func:`json_schema_to_gbnf`, ``tether gbnf``): JSON's own whitespace rule is
@@ -368,6 +372,7 @@ class Matcher:
         # One entry per accepted step (accept_token / accept_text), True where the step
         # was an end-of-generation token: is_terminated() and rollback() read it.
         self._steps: list[bool] = []
+        self._bound: Any = None  # the last bitmask filled, checked (bitmask._bind)
         self._handle = _handle or call(native.bindings_MatcherNew, grammar._handle, error=GrammarError)
 
     def accept_token(self, token_id: int) -> None:
@@ -434,25 +439,87 @@ class Matcher:
                 self.rollback(done)
             raise
 
-    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> int:
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0, *, count: bool = False) -> int | None:
         """Write the tokens allowed next into row ``index`` of ``bitmask``, an int32 torch
         tensor or numpy array ``[batch, ceil(vocab_size/32)]`` on the CPU (xgrammar's
         layout: bit ``i % 32`` of word ``i // 32`` is token ``i``, least significant bit
         first). End-of-generation tokens are allowed exactly when the grammar can end;
-        columns past the tokenizer (a model's padding ids) are cleared. Returns the number
-        of allowed tokens; :class:`tether.GrammarLimitError` (and a cleared row) when a
-        limit prevents an exact mask.
+        columns past the tokenizer (a model's padding ids) are cleared.
+        :class:`tether.GrammarLimitError` (and a cleared row) when a limit prevents an
+        exact mask.
+
+        Returns None, or with ``count=True`` the number of allowed tokens (counting a
+        Llama-3 row costs about 2 µs, as much as a typical mask, so it is not the
+        default).
+
+        The array is checked on the first call; later calls with the same array (same
+        shape and address) go straight to the Go core, so a decoding loop that reuses its
+        bitmask pays about one native call per mask. See :meth:`accept_and_fill` for a
+        whole step (accept the sampled token, fill the next row) in one call.
 
         >>> mask = tether.allocate_token_bitmask(1, len(tok))         # doctest: +SKIP
         >>> m.fill_next_token_bitmask(mask)                           # doctest: +SKIP
+        >>> m.fill_next_token_bitmask(mask, count=True)               # doctest: +SKIP
+        10
         """
-        from .bitmask import _buffer
+        b = self._bound  # _still_bound, inlined: this is the per-token path
+        if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
+            b = self._bound = _bind(bitmask)
+        if type(index) is not int or not 0 <= index < b[2]:
+            index = self._row_index(index, b[2])
+        if not count:
+            try:
+                _accept_fill(self._handle, -1, b[1], b[2], b[3], index)
+            except (RuntimeError, ValueError, OverflowError) as exc:
+                raise translate(exc, _accept_fill, TetherError) from None
+            return None
+        try:
+            return native.bindings_MatcherFillBitmask(self._handle, b[1], b[2], b[3], index)
+        except (RuntimeError, ValueError, OverflowError) as exc:
+            raise translate(exc, native.bindings_MatcherFillBitmask, TetherError) from None
 
-        addr, rows, words = _buffer(bitmask)
+    def accept_and_fill(self, token_id: int, bitmask: Any, index: int = 0) -> None:
+        """One decoding step in one call into the Go core: accept ``token_id`` (the token
+        just sampled), then write the tokens allowed after it into row ``index`` of
+        ``bitmask``, as :meth:`fill_next_token_bitmask` does.
+
+        A refused token raises :class:`tether.GrammarError` with the matcher unchanged
+        and the row cleared; after an end-of-generation token the matcher is terminated
+        (:meth:`is_terminated`) and the row holds what the grammar allows after it
+        (nothing, for a grammar that ended).
+
+        >>> import os, pathlib, numpy as np
+        >>> from transformers import PreTrainedTokenizerFast
+        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+        >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+        >>> m = Grammar('root ::= "ab" [0-9]', tok).matcher()
+        >>> mask = np.zeros((1, (len(tok) + 31) // 32), dtype=np.int32)
+        >>> m.fill_next_token_bitmask(mask, count=True) > 0
+        True
+        >>> m.accept_and_fill(tok.convert_tokens_to_ids("ab"), mask)
+        >>> [tok.decode([int(t)]) for t in allowed_token_ids(mask[0].view(np.uint32), len(tok))][:3]
+        ['0', '1', '2']
+        """
+        tid = token_id if type(token_id) is int and token_id >= 0 else _token_id(token_id, "token_id")
+        if self._steps and self._steps[-1]:
+            raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
+        b = self._bound
+        if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
+            b = self._bound = _bind(bitmask)
+        if type(index) is not int or not 0 <= index < b[2]:
+            index = self._row_index(index, b[2])
+        try:
+            _accept_fill(self._handle, tid, b[1], b[2], b[3], index)
+        except (RuntimeError, ValueError, OverflowError) as exc:
+            raise translate(exc, _accept_fill, GrammarError) from None
+        self._steps.append(tid in self.grammar.vocab._eog_set)
+
+    @staticmethod
+    def _row_index(index: Any, rows: int) -> int:
         i = _token_id(index, "index")
         if i >= rows:
             raise IndexError(f"index {i} outside a bitmask of {rows} rows")
-        return call(native.bindings_MatcherFillBitmask, self._handle, addr, rows, words, i, error=TetherError)
+        return i
 
     def is_terminated(self) -> bool:
         """Whether the last accepted token ended generation (an end-of-generation token

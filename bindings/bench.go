@@ -1,0 +1,143 @@
+package bindings
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/safecall"
+	"github.com/tetherlm/tether/gocore/schema"
+)
+
+// benchResult is what BenchSchema reports for one schema.
+type benchResult struct {
+	// Error is the conversion or compile error ("" when the schema compiled).
+	Error string `json:"error"`
+	// CompileUS is schema text -> first mask: conversion, GBNF parse, engine compile
+	// and the first FillMask, in microseconds.
+	CompileUS float64 `json:"compile_us"`
+	// Accepted says, per instance, whether every token was in the mask before it was
+	// accepted and an end-of-generation token was allowed after the last one.
+	Accepted []bool `json:"accepted"`
+	// Masks is the number of mask times written.
+	Masks int `json:"masks"`
+}
+
+// BenchSchema is the Go-native side of the peer benchmark (tests_py/bench_peers.py):
+// the same work the Python API does for a JSON Schema, timed inside Go so that no
+// Python call is counted. It converts schemaJSON with the converter options of
+// SchemaToGBNF (optionsJSON), compiles it for vocabulary vocabHandle without the
+// compiled-grammar cache, fills the first mask, then walks nInst token sequences:
+// instance i is ids[ends[i-1]:ends[i]] (ids: int32 values, ends: int64 values). For
+// each instance a new matcher fills the mask before every token, checks the token is in
+// it and accepts it, and fills one more mask after the last token, which must allow an
+// end-of-generation token. The time of every mask of an instance with timed[i] != 0
+// (uint8 values) is written, in microseconds, to times (float64 values, room for
+// nIDs+nInst). A schema that does not convert or compile is reported in the result's
+// error, not as a Go error.
+func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr, nIDs int, ends uintptr, nInst int, timed, times uintptr) (string, error) {
+	return safecall.Do("BenchSchema", func() (string, error) {
+		v, err := vocabs.get(vocabHandle)
+		if err != nil {
+			return "", err
+		}
+		opts, err := parseSchemaOptions(optionsJSON)
+		if err != nil {
+			return "", err
+		}
+		toks, err := view[int32](ids, nIDs, "ids")
+		if err != nil {
+			return "", err
+		}
+		bounds, err := view[int64](ends, nInst, "ends")
+		if err != nil {
+			return "", err
+		}
+		flags, err := view[uint8](timed, nInst, "timed")
+		if err != nil {
+			return "", err
+		}
+		out, err := view[float64](times, nIDs+nInst, "times")
+		if err != nil {
+			return "", err
+		}
+		prev := int64(0)
+		for i, e := range bounds {
+			if e < prev || e > int64(nIDs) {
+				return "", fmt.Errorf("ends[%d] = %d outside [%d, %d]", i, e, prev, nIDs)
+			}
+			prev = e
+		}
+		res := benchResult{Accepted: make([]bool, nInst)}
+		mask := make([]uint32, (v.Size()+31)/32)
+		start := time.Now()
+		gr, err := func() (*engine.Grammar, error) {
+			src, _, err := schema.FromJSONSchema([]byte(schemaJSON), opts...)
+			if err != nil {
+				return nil, err
+			}
+			pg, err := gbnf.Parse(src)
+			if err != nil {
+				return nil, err
+			}
+			gr, err := engine.Compile(pg, v)
+			if err != nil {
+				return nil, err
+			}
+			return gr, gr.NewMatcher().FillMask(mask)
+		}()
+		if err != nil {
+			res.Error = err.Error()
+			return encodeBench(res)
+		}
+		res.CompileUS = micros(time.Since(start))
+		eog := v.EOGTokens()
+		lo := int64(0)
+		for i, hi := range bounds {
+			m := gr.NewMatcher()
+			ok := true
+			for _, id := range toks[lo:hi] {
+				t0 := time.Now()
+				err := m.FillMask(mask)
+				d := time.Since(t0)
+				if flags[i] != 0 {
+					out[res.Masks] = micros(d)
+					res.Masks++
+				}
+				if err != nil || id < 0 || int(id) >= len(mask)*32 || mask[id>>5]&(1<<(uint32(id)&31)) == 0 ||
+					m.AcceptToken(int(id)) != nil {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				t0 := time.Now()
+				err := m.FillMask(mask)
+				d := time.Since(t0)
+				if flags[i] != 0 {
+					out[res.Masks] = micros(d)
+					res.Masks++
+				}
+				ok = false
+				for _, id := range eog {
+					if err == nil && id < len(mask)*32 && mask[id>>5]&(1<<(uint32(id)&31)) != 0 {
+						ok = true
+						break
+					}
+				}
+			}
+			res.Accepted[i] = ok
+			lo = hi
+		}
+		return encodeBench(res)
+	})
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func encodeBench(r benchResult) (string, error) {
+	b, err := json.Marshal(r)
+	return string(b), err
+}

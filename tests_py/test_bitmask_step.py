@@ -1,0 +1,107 @@
+"""The fast bitmask path of a decoding loop (issue 14): Matcher.accept_and_fill (accept the
+sampled token and fill the next row in one Go call), the checked-once buffer of
+Matcher.fill_next_token_bitmask (rechecked when the array changes), and the allowed-token
+count on dense masks. Real Llama-3 tokenizer, real dev-split schemas; the oracle is
+Matcher.allowed_token_ids on an independent matcher."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_bitmask import bits, dev_sample
+from test_processors import tokenizer_for
+
+import tether
+
+
+def test_accept_and_fill_equals_accept_then_fill_on_dev_instances() -> None:
+    tok = tokenizer_for("llama3")
+    import json
+
+    for name, schema, data in dev_sample(4):
+        g = tether.Grammar(tether.json_schema_to_gbnf(schema)[0], tok)
+        ids = tok.encode(json.dumps(data), add_special_tokens=False)
+        fast, oracle = g.matcher(), g.matcher()
+        mask = tether.allocate_token_bitmask(2, len(tok), torch=False)
+        assert fast.fill_next_token_bitmask(mask, 1) is None
+        for step, t in enumerate(ids):
+            assert set(bits(mask, 1, len(tok))) == set(oracle.allowed_token_ids()), (name, step)
+            fast.accept_and_fill(t, mask, 1)
+            oracle.accept_token(t)
+        assert set(bits(mask, 1, len(tok))) == set(oracle.allowed_token_ids()), name
+        assert fast.can_end == oracle.can_end
+
+
+def test_accept_and_fill_refused_token_clears_row_and_keeps_state() -> None:
+    tok = tokenizer_for("llama3")
+    g = tether.Grammar('root ::= "yes" | "no"', tok)
+    m = g.matcher()
+    mask = np.full((1, (len(tok) + 31) // 32), -1, dtype=np.int32)
+    with pytest.raises(tether.GrammarError):
+        m.accept_and_fill(tok.convert_tokens_to_ids("maybe"), mask)
+    assert not mask.any()
+    m.accept_and_fill(tok.convert_tokens_to_ids("yes"), mask)
+    assert m.can_end
+    eog = set(g.vocab.eog_token_ids)
+    assert set(bits(mask, 0, len(tok))) == eog
+    with pytest.raises(TypeError):
+        m.accept_and_fill(True, mask)
+    with pytest.raises(IndexError):
+        m.accept_and_fill(tok.convert_tokens_to_ids("yes"), mask, 1)
+
+
+def test_accept_and_fill_end_token_terminates() -> None:
+    tok = tokenizer_for("llama3")
+    eot = tok.convert_tokens_to_ids("<|eot_id|>")
+    g = tether.Grammar('root ::= "yes"', tether.Vocabulary.from_hf(tok, [eot]))
+    m = g.matcher()
+    mask = tether.allocate_token_bitmask(1, len(tok), torch=False)
+    m.accept_and_fill(tok.convert_tokens_to_ids("yes"), mask)
+    m.accept_and_fill(eot, mask)
+    assert m.is_terminated()
+    with pytest.raises(tether.GrammarError, match="terminated"):
+        m.accept_and_fill(eot, mask)
+    m.rollback(1)
+    assert not m.is_terminated() and m.can_end
+
+
+def test_reused_bitmask_is_rechecked_when_it_changes() -> None:
+    tok = tokenizer_for("llama3")
+    words = (len(tok) + 31) // 32
+    m = tether.Grammar('root ::= "yes"', tok).matcher()
+    yes = list(m.allowed_token_ids())  # "y", "ye", "yes", ...
+    assert tok.convert_tokens_to_ids("yes") in yes
+
+    a = np.zeros((2, words), dtype=np.int32)
+    m.fill_next_token_bitmask(a, 1)
+    assert list(bits(a, 1, len(tok))) == yes
+    a.dtype = np.int64  # same memory, now [2, words/2] int64: refused, not written
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(a)
+    a.dtype = np.int32
+    a.shape = (1, 2 * words)  # one wider row: the second half is padding, cleared
+    a[:] = -1
+    m.fill_next_token_bitmask(a)
+    assert list(bits(a, 0, 2 * words * 32)) == yes
+
+    t = torch.zeros((1, words), dtype=torch.int32)
+    m.fill_next_token_bitmask(t)
+    old = t.clone()
+    fresh = torch.zeros((1, words), dtype=torch.int32)
+    t.set_(fresh.untyped_storage(), 0, (1, words))  # same tensor object, new memory
+    m.fill_next_token_bitmask(t)
+    assert list(bits(fresh.numpy(), 0, len(tok))) == yes
+    assert torch.equal(old, t)
+
+
+@pytest.mark.parametrize("extra_words", [0, 1])  # an even and an odd number of words
+def test_fill_count_on_dense_masks(extra_words: int) -> None:
+    tok = tokenizer_for("llama3")
+    words = (len(tok) + 31) // 32 + extra_words
+    m = tether.Grammar('root ::= [^"]* "\\""', tok).matcher()
+    mask = np.zeros((1, words), dtype=np.int32)
+    assert m.fill_next_token_bitmask(mask) is None
+    n = m.fill_next_token_bitmask(mask, count=True)
+    assert n == len(m.allowed_token_ids()) > 100_000
+    assert n == int(np.unpackbits(mask.view(np.uint8)).sum())
