@@ -198,7 +198,6 @@ func (a *arena) expand(el, tail int32) {
 		}
 		a.visited[k] = a.stamp
 		a.work++
-		a.compactOut()
 		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
 			lim, val := "stacks", a.g.opts.hardStacks
 			if a.work > a.g.opts.maxWork {
@@ -236,7 +235,6 @@ func (a *arena) expandRep(el, tail, need, left int32) {
 	}
 	a.visited[k] = a.stamp
 	a.work++
-	a.compactOut()
 	if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
 		lim, val := "stacks", a.g.opts.hardStacks
 		if a.work > a.g.opts.maxWork {
@@ -319,18 +317,6 @@ func (a *arena) finish() int32 {
 		return cfgLimit
 	}
 	return a.internCfg(a.out)
-}
-
-// compactOut merges the stacks a closure has collected so far (see merge) when
-// there are more than the step's bound: stepping a configuration whose stacks are
-// not merged (a mask plan's group, see unfold) may collect many that merge into few.
-func (a *arena) compactOut() {
-	if len(a.out) <= a.g.opts.hardStacks {
-		return
-	}
-	slices.Sort(a.out)
-	a.out = slices.Compact(a.out)
-	a.merge()
 }
 
 // merge joins the entries of a.out (sorted, unique) that have the same top (the
@@ -472,7 +458,7 @@ const msgTooMany = "the grammar is too ambiguous here (too many grammar position
 
 // maxUnfold bounds the stacks unfold splits one node into: each can need a position
 // cache analysis of its own, so a wide split costs more than the deeper keys save.
-const maxUnfold = 64
+const maxUnfold = 8
 
 // unfold returns nodes standing for the same stacks as node n (a regular node on
 // top of an entry) with no union in their top maxKeyDepth levels, so that each gets

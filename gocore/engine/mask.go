@@ -42,12 +42,15 @@ func (a *arena) planFor(c int32) *maskPlan {
 		x := a.g.elems[el]
 		switch x.op {
 		case opChar:
-			for _, u := range a.unfold(n) { // merged tails split for deeper keys
+			// Merged tails split for deeper keys; each slot's uncertain tokens
+			// are walked from the whole entry (its stacks are a superset of
+			// the slot's, all in the configuration, so the mask stays exact).
+			for _, u := range a.unfold(n) {
 				s := a.g.slotOf(a, u)
 				if _, ok := bySlot[s]; !ok {
 					slots = append(slots, s)
 				}
-				bySlot[s] = append(bySlot[s], mkEntry(u, 0))
+				bySlot[s] = append(bySlot[s], e)
 			}
 		case opToken:
 			if isExceptArg(x.neg, x.arg) {
