@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/safecall"
@@ -71,7 +73,7 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 			prev = e
 		}
 		res := benchResult{Accepted: make([]bool, nInst)}
-		mask := make([]uint32, (v.Size()+31)/32)
+		mask := tokenmask.New(v.Size())
 		start := time.Now()
 		gr, err := func() (*engine.Grammar, error) {
 			src, _, err := schema.FromJSONSchema([]byte(schemaJSON), opts...)
@@ -106,7 +108,7 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 					out[res.Masks] = micros(d)
 					res.Masks++
 				}
-				if err != nil || id < 0 || int(id) >= len(mask)*32 || mask[id>>5]&(1<<(uint32(id)&31)) == 0 ||
+				if err != nil || !mask.Has(int(id)) ||
 					m.AcceptToken(int(id)) != nil {
 					ok = false
 					break
@@ -122,7 +124,7 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 				}
 				ok = false
 				for _, id := range eog {
-					if err == nil && id < len(mask)*32 && mask[id>>5]&(1<<(uint32(id)&31)) != 0 {
+					if err == nil && mask.Has(id) {
 						ok = true
 						break
 					}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/session"
 )
@@ -17,16 +19,17 @@ import (
 // matchers to fill rows of it. Buffers are used for the call's duration only.
 
 // bitmaskRows checks a caller's [rows × words] bitmask buffer and returns it.
-func bitmaskRows(buf uintptr, rows, words int) ([]uint32, error) {
+func bitmaskRows(buf uintptr, rows, words int) (tokenmask.Mask, error) {
 	if rows <= 0 || words <= 0 {
 		return nil, fmt.Errorf("bitmask: bad shape [%d, %d]", rows, words)
 	}
-	return view[uint32](buf, rows*words, "bitmask")
+	v, err := view[uint32](buf, rows*words, "bitmask")
+	return tokenmask.Mask(v), err
 }
 
 // fillRow fills one row of a bitmask from matcher h and returns the number of allowed
 // tokens when count is set (else 0); the row is cleared when it fails.
-func fillRow(h int64, dst []uint32, count bool) (int, error) {
+func fillRow(h int64, dst tokenmask.Mask, count bool) (int, error) {
 	m, err := matchers.get(h)
 	if err != nil {
 		clear(dst)
@@ -36,14 +39,14 @@ func fillRow(h int64, dst []uint32, count bool) (int, error) {
 }
 
 // rowFits checks that a row of dst's width covers the matcher's token ids.
-func rowFits(m session.EngineMatcher, dst []uint32) error {
+func rowFits(m session.EngineMatcher, dst tokenmask.Mask) error {
 	if n := m.Grammar().Vocabulary().Size(); len(dst)*32 < n {
 		return fmt.Errorf("bitmask: rows of %d words hold %d token ids, fewer than the tokenizer's %d", len(dst), len(dst)*32, n)
 	}
 	return nil
 }
 
-func fillMatcherRow(m session.EngineMatcher, dst []uint32, count bool) (int, error) {
+func fillMatcherRow(m session.EngineMatcher, dst tokenmask.Mask, count bool) (int, error) {
 	if err := rowFits(m, dst); err != nil {
 		clear(dst)
 		return 0, err
@@ -54,7 +57,7 @@ func fillMatcherRow(m session.EngineMatcher, dst []uint32, count bool) (int, err
 	if !count {
 		return 0, nil
 	}
-	return popcount(dst), nil
+	return dst.Count(), nil
 }
 
 // MatcherFillBitmask writes matcher h's allowed-token bitset into row index of the

@@ -3,7 +3,8 @@ package bindings
 import (
 	"encoding/json"
 	"fmt"
-	"math/bits"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/safecall"
@@ -178,14 +179,15 @@ func MatcherFillMask(h int64, mask uintptr, words int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		dst, err := view[uint32](mask, words, "mask")
+		v, err := view[uint32](mask, words, "mask")
 		if err != nil {
 			return 0, err
 		}
+		dst := tokenmask.Mask(v)
 		if err := m.FillMask(dst); err != nil {
 			return 0, coreError(err)
 		}
-		return popcount(dst), nil
+		return dst.Count(), nil
 	})
 }
 
@@ -240,17 +242,4 @@ func MatcherClose(h int64) (bool, error) {
 		_, err := matchers.remove(h)
 		return err == nil, err
 	})
-}
-
-// popcount is the number of bits set in words, 64 bits at a time.
-func popcount(words []uint32) int {
-	n := 0
-	i := 0
-	for ; i+1 < len(words); i += 2 {
-		n += bits.OnesCount64(uint64(words[i]) | uint64(words[i+1])<<32)
-	}
-	if i < len(words) {
-		n += bits.OnesCount32(words[i])
-	}
-	return n
 }

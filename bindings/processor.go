@@ -3,6 +3,8 @@ package bindings
 import (
 	"fmt"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/session"
 )
@@ -55,7 +57,7 @@ func ProcessorFillMasks(h, key int64, mode int, ids uintptr, idsLen, batch, seqL
 		if err != nil {
 			return 0, err
 		}
-		if width <= 0 || masksLen != batch*((width+31)/32) {
+		if width <= 0 || masksLen != batch*tokenmask.Words(width) {
 			return 0, fmt.Errorf("masks: buffer of %d words for %d rows of width %d", masksLen, batch, width)
 		}
 		dst, err := view[uint32](masks, masksLen, "masks")

@@ -419,7 +419,7 @@ func (gr *Grammar) computeFollow(nullable []bool) {
 		}
 	}
 	deps.close(follow)
-	gr.follow = make([][8]uint32, n)
+	gr.follow = make([]byteSet, n)
 	gr.followKinds = make([][2]uint64, n)
 	for r := range follow {
 		gr.follow[r] = follow[r]

@@ -61,7 +61,7 @@ func (g *Grammar) addByteSet(e gbnf.Element, r gbnf.Rule) (int32, error) {
 				Msg: fmt.Sprintf("raw byte range %d..%d is not within 0..255", rg.Lo, rg.Hi)}
 		}
 		for v := rg.Lo; v <= rg.Hi; v++ {
-			s.bits[v>>5] |= 1 << (uint(v) & 31)
+			s.bits.add(byte(v))
 			k := byteKind(byte(v))
 			s.kinds[k>>6] |= 1 << (k & 63)
 			s.high = s.high || v >= 0x80

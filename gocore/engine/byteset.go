@@ -5,6 +5,9 @@ package engine
 // from one.
 type byteSet [8]uint32
 
+// allBytes holds every byte.
+var allBytes = byteSet{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
+
 // has reports whether b is in the set.
 func (s *byteSet) has(b byte) bool { return s[b>>5]&(1<<(b&31)) != 0 }
 

@@ -42,7 +42,7 @@ type Grammar struct {
 	posMu    sync.Mutex
 	slots    map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
 	arenas   []*arena            // idle arenas position caches are computed in (posMu)
-	follow   [][8]uint32         // per rule: first bytes that may follow it
+	follow   []byteSet           // per rule: first bytes that may follow it
 	nullable []bool              // per rule: can match the empty string (during Compile only)
 	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
 	followKinds [][2]uint64

@@ -1,6 +1,10 @@
 package engine
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
+)
 
 // maskPlan is how to build the mask of one configuration, worked out once per
 // configuration: its stacks grouped by the terminal on top.
@@ -81,7 +85,7 @@ func (a *arena) planFor(c int32) *maskPlan {
 
 // fillMask writes the mask of configuration c into mask (already zeroed). A limit
 // met on the way is left in a.hit (the mask is then not exact).
-func (m *Matcher) fillMask(c int32, mask []uint32) {
+func (m *Matcher) fillMask(c int32, mask tokenmask.Mask) {
 	g := m.g
 	a := m.fam.a
 	p := a.planFor(c)
@@ -93,8 +97,8 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 		m.fillAll(mask, limit, false)
 		if len(p.neg) == 1 {
 			n := p.neg[0]
-			if n >= 0 && int(n) < limit {
-				mask[n>>5] &^= 1 << (uint32(n) & 31)
+			if int(n) < limit {
+				mask.Unset(int(n))
 			}
 		}
 	}
@@ -123,7 +127,7 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 	}
 	for _, id := range p.pos {
 		if int(id) < limit {
-			mask[id>>5] |= 1 << (uint32(id) & 31)
+			mask.Set(int(id))
 		}
 	}
 	for _, n := range p.exc {
@@ -132,50 +136,23 @@ func (m *Matcher) fillMask(c int32, mask []uint32) {
 	if p.canEnd {
 		for _, id := range g.eog {
 			if int(id) < limit {
-				mask[id>>5] |= 1 << (uint32(id) & 31)
+				mask.Set(int(id))
 			}
 		}
 	}
-	clearFrom(mask, limit)
+	mask.ClearFrom(limit)
 }
 
 // fillAll sets every id below limit; end-of-generation ids only if withEOG.
-func (m *Matcher) fillAll(mask []uint32, limit int, withEOG bool) {
-	full := limit / 32
-	for i := 0; i < full; i++ {
-		mask[i] = ^uint32(0)
-	}
-	if r := limit % 32; r != 0 {
-		mask[full] |= 1<<uint(r) - 1
-	}
+func (m *Matcher) fillAll(mask tokenmask.Mask, limit int, withEOG bool) {
+	mask.Fill(limit)
 	if !withEOG {
 		for _, id := range m.g.eog {
 			if int(id) < limit {
-				mask[id>>5] &^= 1 << (uint32(id) & 31)
+				mask.Unset(int(id))
 			}
 		}
 	}
-}
-
-func orWords(dst, src []uint32) {
-	n := min(len(dst), len(src))
-	dst, src = dst[:n], src[:n]
-	for i := range dst {
-		dst[i] |= src[i]
-	}
-}
-
-// clearFrom clears every bit at or above limit.
-func clearFrom(mask []uint32, limit int) {
-	w := limit / 32
-	if w >= len(mask) {
-		return
-	}
-	if r := limit % 32; r != 0 {
-		mask[w] &= 1<<uint(r) - 1
-		w++
-	}
-	clear(mask[w:])
 }
 
 // walk visits a flat trie from configuration start, advancing one byte per node and
@@ -183,7 +160,7 @@ func clearFrom(mask []uint32, limit int) {
 // reached alive is set in mask. This is the hot loop: a node costs one memoized
 // transition lookup. A step that hits a limit ends the walk with a.hit set (the
 // mask is then discarded).
-func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) {
+func (m *Matcher) walk(nodes []trieNode, start int32, mask tokenmask.Mask, limit int) {
 	a := m.fam.a
 	order := m.g.trie.order
 	st := m.depth
@@ -210,8 +187,10 @@ func (m *Matcher) walk(nodes []trieNode, start int32, mask []uint32, limit int) 
 		}
 		st[nd.depth] = nx
 		for k := nd.lo; k < nd.hi; k++ {
-			if id := int(order[k]); id < limit {
-				mask[id>>5] |= 1 << (uint(id) & 31)
+			if id := uint(order[k]); id < uint(limit) {
+				// The hot loop: id < limit <= len(mask)*32 is checked
+				// here, so the bit is set directly (tokenmask's layout).
+				mask[id>>5] |= 1 << (id & 31)
 			}
 		}
 		i++

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // family is what a Matcher shares with its clones: the arena of interned stacks and
@@ -27,7 +29,7 @@ type Matcher struct {
 	cfg   int32
 	hist  []histEntry
 	depth []int32 // walk scratch: configuration per trie depth
-	words []uint32
+	words tokenmask.Mask
 
 	// lazy mode
 	awaiting bool
@@ -197,7 +199,7 @@ func (m *Matcher) Rollback(n int) error {
 // The mask is exact: token i is set iff AcceptToken(i) succeeds. Where a limit
 // (see WithMaxStacks) prevents an exact answer, FillMask returns a *LimitError and
 // leaves the mask cleared: the caller must not use it.
-func (m *Matcher) FillMask(mask []uint32) error {
+func (m *Matcher) FillMask(mask tokenmask.Mask) error {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
 	clear(mask)
@@ -223,9 +225,9 @@ func (m *Matcher) FillMask(mask []uint32) error {
 // AllowedTokens appends the ids FillMask would allow to dst and returns it, or the
 // error FillMask returns (then dst unchanged).
 func (m *Matcher) AllowedTokens(dst []int) ([]int, error) {
-	w := (m.g.size + 31) / 32
+	w := tokenmask.Words(m.g.size)
 	if cap(m.words) < w {
-		m.words = make([]uint32, w)
+		m.words = make(tokenmask.Mask, w)
 	}
 	m.words = m.words[:w]
 	if err := m.FillMask(m.words); err != nil {

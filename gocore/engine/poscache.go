@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // posCache is the context-independent split of the vocabulary for one terminal
@@ -20,10 +22,10 @@ import (
 //     stack, and they are kept as a small trie of their own.
 //   - all other tokens are rejected whatever lies below.
 type posCache struct {
-	accepted  []uint32   // bitset over token ids, or nil when acceptIDs holds them
-	acceptIDs []int32    // the accepted ids, when they are few (sparse form)
-	count     int        // number of accepted tokens
-	sub       []trieNode // trie of the uncertain tokens (indices into trie.order)
+	accepted  tokenmask.Mask // the accepted token ids, or nil when acceptIDs holds them
+	acceptIDs []int32        // the accepted ids, when they are few (sparse form)
+	count     int            // number of accepted tokens
+	sub       []trieNode     // trie of the uncertain tokens (indices into trie.order)
 	subDepth  int
 	overflow  error // a limit was met: the split is not exact, masks walk the real stacks
 	uncertain int   // number of uncertain tokens
@@ -45,26 +47,24 @@ type posCache struct {
 const maxParentUncertainDiv = 8
 
 // orInto sets the accepted tokens in mask.
-func (pc *posCache) orInto(mask []uint32) {
+func (pc *posCache) orInto(mask tokenmask.Mask) {
 	if pc.accepted != nil {
-		orWords(mask, pc.accepted)
+		mask.Or(pc.accepted)
 		return
 	}
 	for _, id := range pc.acceptIDs {
-		if w := int(id >> 5); w < len(mask) {
-			mask[w] |= 1 << (uint32(id) & 31)
-		}
+		mask.Set(int(id))
 	}
 }
 
 // acceptedBits returns a fresh bitset of the accepted tokens.
-func (pc *posCache) acceptedBits(words int) []uint32 {
+func (pc *posCache) acceptedBits(words int) tokenmask.Mask {
 	if pc.accepted != nil {
 		return slices.Clone(pc.accepted)
 	}
-	bits := make([]uint32, words)
+	bits := make(tokenmask.Mask, words)
 	for _, id := range pc.acceptIDs {
-		bits[id>>5] |= 1 << (uint32(id) & 31)
+		bits.Set(int(id))
 	}
 	return bits
 }
@@ -325,7 +325,7 @@ func (g *Grammar) putArena(a *arena) {
 // gives those tokens the verdicts a walk of the whole trie would.
 func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	t := g.trie
-	words := (g.size + 31) / 32
+	words := tokenmask.Words(g.size)
 	w := &walker{
 		g: g, a: a, t: t,
 		cfg:         make([]int32, t.maxDepth+1),
@@ -351,7 +351,7 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 		// subtree, not the trie's 256.
 		first := a.firstBytes(w.cfg[0])
 		for b := range 256 {
-			if first[b>>5]&(1<<(uint(b)&31)) == 0 || t.rootChild[b] == 0 {
+			if !first.has(byte(b)) || t.rootChild[b] == 0 {
 				continue
 			}
 			c := t.rootChild[b]
@@ -381,7 +381,7 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 			}
 			pc.count = n
 		} else {
-			pc.accepted = make([]uint32, words)
+			pc.accepted = make(tokenmask.Mask, words)
 		}
 	}
 	acc := pc.accepted
@@ -420,7 +420,7 @@ type walker struct {
 	cfg    []int32  // per depth: the configuration (without exits) after that byte
 	exits  []uint8  // per depth: exitHere | exitOK flags (see exitFlags)
 	chars  []uint16 // per depth (walkTrie): characters started on the path
-	follow *[8]uint32
+	follow *byteSet
 	// followKinds: the byte kinds (see byteKind) of the follow bytes.
 	followKinds [2]uint64
 	acc         tokRanges // accepted tokens
@@ -600,9 +600,9 @@ const (
 // dies, and rejected otherwise: every path that could go on outside left the frame
 // at some depth, and the next byte must be able to start what follows the frame's
 // deepest rule (a subset of its follow set, whatever the real stack holds there).
-func exitFlags(follow *[8]uint32, parent uint8, b byte, inf int32) uint8 {
+func exitFlags(follow *byteSet, parent uint8, b byte, inf int32) uint8 {
 	f := parent & exitOK
-	if parent&exitHere != 0 && follow[b>>5]&(1<<(uint(b)&31)) != 0 {
+	if parent&exitHere != 0 && follow.has(b) {
 		f = exitOK
 	}
 	if inf&exitBit != 0 {
@@ -637,11 +637,11 @@ func (tr *tokRanges) count() int {
 // Unless acc already holds other tokens (added), a set covering most of the
 // vocabulary is made by clearing the tokens between the runs from the set of all
 // text tokens, which touches far fewer bits.
-func (tr *tokRanges) materialize(acc []uint32, t *trie, added bool) int {
+func (tr *tokRanges) materialize(acc tokenmask.Mask, t *trie, added bool) int {
 	n := tr.count()
 	set := func(lo, hi int32) {
 		for _, id := range t.order[lo:hi] {
-			acc[id>>5] |= 1 << (uint32(id) & 31)
+			acc.Set(int(id))
 		}
 	}
 	if added || n <= len(t.order)/2 {
@@ -653,7 +653,7 @@ func (tr *tokRanges) materialize(acc []uint32, t *trie, added bool) int {
 	copy(acc, t.textBits)
 	clearRun := func(lo, hi int32) {
 		for _, id := range t.order[lo:hi] {
-			acc[id>>5] &^= 1 << (uint32(id) & 31)
+			acc.Unset(int(id))
 		}
 	}
 	prev := int32(0)

@@ -95,25 +95,20 @@ func (a *arena) runLength(c int32, need [2]uint64, h int) (n, capAt int, capFull
 
 // firstBytes returns the bytes some stack of configuration c can take (all bytes
 // if a stack is inside a character).
-func (a *arena) firstBytes(c int32) [8]uint32 {
-	var f [8]uint32
+func (a *arena) firstBytes(c int32) byteSet {
+	var f byteSet
 	for _, e := range a.cfgs[c].entries {
 		n := e.node()
 		if n <= nodeExit {
 			continue
 		}
 		if e.partial() != 0 {
-			return [8]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
+			return allBytes
 		}
 		if el := a.g.elems[a.nodes[n].elem]; el.op == opChar {
-			cf := &a.g.classes[el.arg].first
-			for k := range f {
-				f[k] |= cf[k]
-			}
+			f.union(&a.g.classes[el.arg].first)
 		} else if el.op == opByte {
-			for k := range f {
-				f[k] |= a.g.byteSets[el.arg].bits[k]
-			}
+			f.union(&a.g.byteSets[el.arg].bits)
 		}
 	}
 	return f

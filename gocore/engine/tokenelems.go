@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
@@ -138,7 +140,7 @@ type exceptSet struct {
 	literals [][]byte // the literal form
 	ruleName string
 	cut      []int32 // per token id: cutWhole, cutNone, or where the matched slice ends
-	whole    []uint32
+	whole    tokenmask.Mask
 	partial  []int32 // ids with a cut > 0, in increasing order
 }
 
@@ -204,7 +206,7 @@ func (gr *Grammar) computeExcepts() error {
 			maxLen = max(maxLen, len(l))
 		}
 		s.cut = make([]int32, gr.size)
-		s.whole = make([]uint32, (gr.size+31)/32)
+		s.whole = tokenmask.New(gr.size)
 		for id := 0; id < gr.size; id++ {
 			t := v.TokenBytes(id)
 			if len(t) == 0 || gr.special[id] || gr.isEOG[id] {
@@ -215,7 +217,7 @@ func (gr *Grammar) computeExcepts() error {
 			switch {
 			case at < 0:
 				s.cut[id] = cutWhole
-				s.whole[id>>5] |= 1 << (uint(id) & 31)
+				s.whole.Set(id)
 			case at > 0 && hasTokenPrefix(t[:at], isToken):
 				s.cut[id] = int32(at)
 				s.partial = append(s.partial, int32(id))
@@ -334,13 +336,11 @@ func (a *arena) afterExcept(n int32) int32 {
 }
 
 // fillExcept adds to mask the tokens the except element on top of node n allows.
-func (m *Matcher) fillExcept(n int32, mask []uint32, limit int) {
+func (m *Matcher) fillExcept(n int32, mask tokenmask.Mask, limit int) {
 	g := m.g
 	a := m.fam.a
 	s := g.excepts[exceptIndex(g.elems[a.nodes[n].elem].arg)]
-	for i := range min(len(mask), len(s.whole)) {
-		mask[i] |= s.whole[i]
-	}
+	mask.Or(s.whole)
 	if len(s.partial) == 0 {
 		return
 	}
@@ -349,12 +349,12 @@ func (m *Matcher) fillExcept(n int32, mask []uint32, limit int) {
 		return // a limit is left in a.hit
 	}
 	for _, id := range s.partial {
-		if int(id) >= limit || mask[id>>5]&(1<<(uint(id)&31)) != 0 {
+		if int(id) >= limit || mask.Has(int(id)) {
 			continue
 		}
 		rest := g.vocab.TokenBytes(int(id))[s.cut[id]:]
 		if _, off := a.walkBytes(after, rest); off == len(rest) {
-			mask[id>>5] |= 1 << (uint(id) & 31)
+			mask.Set(int(id))
 		}
 	}
 }

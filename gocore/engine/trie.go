@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // trieNode is one node of a flat token trie laid out in depth-first (preorder)
@@ -52,7 +54,7 @@ type trie struct {
 	// index[id]: the index of token id in order, or -1 (not a text token).
 	index []int32
 	// textBits: the set of the tokens in order, as a bitset over ids.
-	textBits []uint32
+	textBits tokenmask.Mask
 	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
 	// neighbours among order[k-1 : k+2^j], for range-minimum queries (see lcp).
 	lcpMin [][]uint8
@@ -156,9 +158,9 @@ func buildTrie(v Vocabulary) *trie {
 	for k, id := range ids {
 		t.index[id] = int32(k)
 	}
-	t.textBits = make([]uint32, (n+31)/32)
+	t.textBits = tokenmask.New(n)
 	for _, id := range ids {
-		t.textBits[id>>5] |= 1 << (uint32(id) & 31)
+		t.textBits.Set(int(id))
 	}
 	bad := make([]int32, len(ids)+1) // bad[k]: invalid tokens among order[:k]
 	for k, id := range ids {

@@ -1,6 +1,10 @@
 package engine
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
+)
 
 // A limit met by a token's step from the whole configuration (the step AcceptToken
 // takes) may not be met by the mask, which works group by group (fillMask: stacks
@@ -66,7 +70,7 @@ func (m *Matcher) maskVerdict(c int32, id int) bool {
 // has reports whether the cache accepts token id.
 func (pc *posCache) has(id int) bool {
 	if pc.accepted != nil {
-		return id>>5 < len(pc.accepted) && pc.accepted[id>>5]&(1<<(uint(id)&31)) != 0
+		return pc.accepted.Has(id)
 	}
 	return slices.Contains(pc.acceptIDs, int32(id))
 }
@@ -108,7 +112,7 @@ func (a *arena) overCfg() int32 {
 // analysis or grouping. It exists to check FillMask against (tests, fuzzing,
 // debugging); its answer is the one AcceptToken gives, token by token, and where a
 // limit prevents it, it returns a *LimitError and leaves the mask cleared.
-func (m *Matcher) ReferenceMask(mask []uint32) error {
+func (m *Matcher) ReferenceMask(mask tokenmask.Mask) error {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
 	clear(mask)
@@ -125,14 +129,14 @@ func (m *Matcher) ReferenceMask(mask []uint32) error {
 	p := a.planFor(m.cfg)
 	if len(p.neg) > 0 {
 		m.fillAll(mask, limit, false)
-		if n := p.neg[0]; len(p.neg) == 1 && n >= 0 && int(n) < limit {
-			mask[n>>5] &^= 1 << (uint32(n) & 31)
+		if n := p.neg[0]; len(p.neg) == 1 && int(n) < limit {
+			mask.Unset(int(n))
 		}
 	}
 	m.walk(m.g.trie.nodes, m.cfg, mask, limit)
 	for _, id := range p.pos {
 		if int(id) < limit {
-			mask[id>>5] |= 1 << (uint32(id) & 31)
+			mask.Set(int(id))
 		}
 	}
 	for _, n := range p.exc {
@@ -141,11 +145,11 @@ func (m *Matcher) ReferenceMask(mask []uint32) error {
 	if p.canEnd {
 		for _, id := range m.g.eog {
 			if int(id) < limit {
-				mask[id>>5] |= 1 << (uint32(id) & 31)
+				mask.Set(int(id))
 			}
 		}
 	}
-	clearFrom(mask, limit)
+	mask.ClearFrom(limit)
 	if err := m.takeLimit(); err != nil {
 		clear(mask)
 		return err

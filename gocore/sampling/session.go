@@ -1,5 +1,7 @@
 package sampling
 
+import "github.com/tetherlm/tether/gocore/tokenmask"
+
 // Grammar is what grammar-aware sampling needs from a grammar matcher
 // (gocore/engine's Matcher satisfies it). Token ids index the logits row.
 type Grammar interface {
@@ -7,7 +9,7 @@ type Grammar interface {
 	// significant bit first) is 1 iff token i is allowed. len(mask) is ceil(V/32) for a
 	// logits row of V entries; bits of ids the grammar does not know must be 0. An
 	// error (e.g. a grammar limit) means there is no mask to use.
-	FillMask(mask []uint32) error
+	FillMask(mask tokenmask.Mask) error
 	// IsAllowed reports whether token id is allowed next, without computing a full mask.
 	// It must agree with FillMask (and fail where it fails).
 	IsAllowed(id int) (bool, error)
@@ -30,7 +32,7 @@ type Session struct {
 	grammar      Grammar
 	grammarFirst bool
 	cands        *Candidates
-	mask         []uint32
+	mask         tokenmask.Mask
 	stats        SessionStats
 }
 
@@ -120,9 +122,9 @@ func (s *Session) Sample(logits []float32) (int, error) {
 // applyGrammar fills the mask and sets the logits of disallowed tokens to -Inf. The array
 // must be fresh from SetLogits (candidate i is token i).
 func (s *Session) applyGrammar(n int) error {
-	words := (n + 31) / 32
+	words := tokenmask.Words(n)
 	if cap(s.mask) < words {
-		s.mask = make([]uint32, words)
+		s.mask = make(tokenmask.Mask, words)
 	}
 	m := s.mask[:words]
 	clear(m)

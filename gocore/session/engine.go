@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
 )
@@ -26,7 +28,7 @@ func (m EngineMatcher) Clone() EngineMatcher {
 
 // FillMask fills mask, or clears it and returns the error that kept it from being
 // exact: an *engine.LimitError for a limit, an *InternalError for a fault.
-func (m EngineMatcher) FillMask(mask []uint32) error {
+func (m EngineMatcher) FillMask(mask tokenmask.Mask) error {
 	if err := engineFillMask(m.Matcher, mask, m.maxStacks); err != nil {
 		clear(mask)
 		return limitError(err, m.maxStacks)
@@ -58,7 +60,7 @@ func IsLimit(err error) bool {
 // FillMask fills mask from m and returns the error that kept the mask from being exact
 // (see EngineMatcher.FillMask). Every caller outside this package that needs an exact
 // mask from an *engine.Matcher goes through it.
-func FillMask(m *engine.Matcher, maxStacks int, mask []uint32) error {
+func FillMask(m *engine.Matcher, maxStacks int, mask tokenmask.Mask) error {
 	return EngineMatcher{Matcher: m, maxStacks: maxStacks}.FillMask(mask)
 }
 

@@ -1,6 +1,9 @@
 package session
 
-import "github.com/tetherlm/tether/gocore/engine"
+import (
+	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/tokenmask"
+)
 
 // This file is the only place that knows how the engine reports a limit:
 // Matcher.FillMask and the accepts return a *engine.LimitError, which limitError
@@ -10,7 +13,7 @@ import "github.com/tetherlm/tether/gocore/engine"
 const engineDefaultMaxStacks = engine.DefaultMaxStacks
 
 // engineFillMask fills mask and returns the error that kept it from being exact.
-func engineFillMask(m *engine.Matcher, mask []uint32, _ int) error { return m.FillMask(mask) }
+func engineFillMask(m *engine.Matcher, mask tokenmask.Mask, _ int) error { return m.FillMask(mask) }
 
 // engineAccept runs step (an AcceptToken or AcceptBytes of m).
 func engineAccept(_ *engine.Matcher, _ int, step func() error) error { return step() }

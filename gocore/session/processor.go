@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // StepMode says what a processor step belongs to.
@@ -55,7 +57,7 @@ type call struct {
 	mu       sync.Mutex
 	root     EngineMatcher
 	sess     *Session[EngineMatcher]
-	eog      []uint32
+	eog      tokenmask.Mask
 	rejected int // sess.Rejected already added to the processor's count
 	lastUse  uint64
 }
@@ -234,13 +236,11 @@ func (p *Processor) step(st Step, f func(c *call) error) error {
 	return f(c)
 }
 
-func (p *Processor) eogBits(c *call, words int) []uint32 {
+func (p *Processor) eogBits(c *call, words int) tokenmask.Mask {
 	if len(c.eog) != words {
-		c.eog = make([]uint32, words)
+		c.eog = make(tokenmask.Mask, words)
 		for _, id := range p.eogIDs {
-			if id/32 < words {
-				c.eog[id/32] |= 1 << (id % 32)
-			}
+			c.eog.Set(id)
 		}
 	}
 	return c.eog
@@ -256,10 +256,10 @@ func (p *Processor) checkWidth(width int) error {
 
 // masks computes every row's mask at the given width and calls f for each row, rows in
 // parallel. The first error (a limit, a dead end) is returned and f is not called.
-func (p *Processor) masks(c *call, batch, words int, f func(r int, mask []uint32)) error {
+func (p *Processor) masks(c *call, batch, words int, f func(r int, mask tokenmask.Mask)) error {
 	eog := p.eogBits(c, words)
 	c.sess.FillAll(words, eog, workers(batch))
-	masks := make([][]uint32, batch)
+	masks := make([]tokenmask.Mask, batch)
 	for r := range masks {
 		m, err := c.sess.Mask(r, words, eog)
 		if err != nil {
@@ -277,12 +277,12 @@ func (p *Processor) FillMasks(st Step, dst []uint32, width int) error {
 	if err := p.checkWidth(width); err != nil {
 		return err
 	}
-	words := (width + 31) / 32
+	words := tokenmask.Words(width)
 	if len(dst) != st.Batch*words {
 		return fmt.Errorf("masks: buffer of %d words, want %d rows × %d words", len(dst), st.Batch, words)
 	}
 	return p.step(st, func(c *call) error {
-		return p.masks(c, st.Batch, words, func(r int, m []uint32) { copy(dst[r*words:(r+1)*words], m) })
+		return p.masks(c, st.Batch, words, func(r int, m tokenmask.Mask) { copy(dst[r*words:(r+1)*words], m) })
 	})
 }
 
@@ -308,9 +308,9 @@ func Apply[T Float](p *Processor, st Step, in, out []T, width int, masked T) err
 	if len(in) != st.Batch*width || len(out) != len(in) {
 		return fmt.Errorf("scores: %d in and %d out values, want %d rows × %d columns", len(in), len(out), st.Batch, width)
 	}
-	words := (width + 31) / 32
+	words := tokenmask.Words(width)
 	return p.step(st, func(c *call) error {
-		return p.masks(c, st.Batch, words, func(r int, m []uint32) {
+		return p.masks(c, st.Batch, words, func(r int, m tokenmask.Mask) {
 			ApplyMask(out[r*width:(r+1)*width], in[r*width:(r+1)*width], m, masked)
 		})
 	})
@@ -346,7 +346,7 @@ func parallelRows(batch int, f func(r int)) {
 // copies the row in one bulk move (skipped when out and in are the same memory), then
 // writes only the masked positions, walking the zero bits of each word. Columns past
 // the mask's words are masked.
-func ApplyMask[T Float](out, in []T, mask []uint32, masked T) {
+func ApplyMask[T Float](out, in []T, mask tokenmask.Mask, masked T) {
 	n := len(in)
 	if len(out) > 0 && &out[0] != &in[0] {
 		copy(out, in)

@@ -26,6 +26,8 @@ package session
 import (
 	"fmt"
 	"sync"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // Matcher is the per-sequence grammar state the session drives (EngineMatcher adapts
@@ -36,7 +38,7 @@ type Matcher[M any] interface {
 	AcceptToken(id int) error
 	// FillMask writes the allowed-token bitset (bit i of word i/32 is token i), or
 	// returns an error (a limit that prevents an exact mask) and no mask.
-	FillMask(mask []uint32) error
+	FillMask(mask tokenmask.Mask) error
 	// Clone returns an independent copy.
 	Clone() M
 }
@@ -88,7 +90,7 @@ type node[M Matcher[M]] struct {
 	err      error // why it is dead
 	maskDone bool
 	maskErr  error
-	mask     []uint32
+	mask     tokenmask.Mask
 }
 
 // New returns a session. start gives the state a row begins in after a prompt (for
@@ -272,7 +274,7 @@ func (e *DeadEndError) Error() string {
 // (eog is that bitset), so the host ends them. The slice is owned by the session and
 // valid until the next Step. A mask that allows nothing is a *DeadEndError; a limit
 // hit while computing it is returned as the matcher reported it.
-func (s *Session[M]) Mask(r, words int, eog []uint32) ([]uint32, error) {
+func (s *Session[M]) Mask(r, words int, eog tokenmask.Mask) (tokenmask.Mask, error) {
 	n := s.rowNode[r]
 	if !n.maskDone || len(n.mask) != words {
 		s.fill(n, words, eog)
@@ -286,9 +288,9 @@ func (s *Session[M]) Mask(r, words int, eog []uint32) ([]uint32, error) {
 	return n.mask, nil
 }
 
-func (s *Session[M]) fill(n *node[M], words int, eog []uint32) {
+func (s *Session[M]) fill(n *node[M], words int, eog tokenmask.Mask) {
 	if cap(n.mask) < words {
-		n.mask = make([]uint32, words)
+		n.mask = make(tokenmask.Mask, words)
 	}
 	n.mask = n.mask[:words]
 	n.maskErr = nil
@@ -301,24 +303,15 @@ func (s *Session[M]) fill(n *node[M], words int, eog []uint32) {
 		clear(n.mask)
 		n.maskErr = err
 	}
-	if n.maskErr == nil && !anySet(n.mask) {
+	if n.maskErr == nil && !n.mask.Any() {
 		n.maskErr = &DeadEndError{Row: -1, Reason: reason}
 	}
 	n.maskDone = true
 }
 
-func anySet(words []uint32) bool {
-	for _, w := range words {
-		if w != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // FillAll computes the masks of all rows, distinct states in parallel on up to
 // `workers` goroutines (a batch's rows are independent). Errors are reported by Mask.
-func (s *Session[M]) FillAll(words int, eog []uint32, workers int) {
+func (s *Session[M]) FillAll(words int, eog tokenmask.Mask, workers int) {
 	todo := make([]*node[M], 0, len(s.rowNode))
 	seen := make(map[*node[M]]bool, len(s.rowNode))
 	for _, n := range s.rowNode {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/sampling"
 	"github.com/tetherlm/tether/tests_go/internal/samplingbench"
 )
@@ -109,7 +111,7 @@ func (g *scanGrammar) allowed(tok []byte) bool {
 	return true
 }
 
-func (g *scanGrammar) FillMask(mask []uint32) error {
+func (g *scanGrammar) FillMask(mask tokenmask.Mask) error {
 	clear(mask)
 	for id, tok := range g.tokens {
 		if g.allowed(tok) {

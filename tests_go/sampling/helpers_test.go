@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/sampling"
@@ -97,12 +99,10 @@ func (g *setGrammar) load() {
 	}
 }
 
-func (g *setGrammar) FillMask(mask []uint32) error {
+func (g *setGrammar) FillMask(mask tokenmask.Mask) error {
 	clear(mask)
 	for id := range g.allowed {
-		if id/32 < len(mask) {
-			mask[id/32] |= 1 << (id % 32)
-		}
+		mask.Set(id)
 	}
 	return nil
 }

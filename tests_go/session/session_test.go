@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -240,7 +242,7 @@ func TestDeadEndIsAnError(t *testing.T) {
 type limitMatcher struct{}
 
 func (limitMatcher) AcceptToken(int) error { return nil }
-func (limitMatcher) FillMask(m []uint32) error {
+func (limitMatcher) FillMask(m tokenmask.Mask) error {
 	return &engine.LimitError{Limit: "stacks", Value: 1}
 }
 func (limitMatcher) Clone() limitMatcher { return limitMatcher{} }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/tokenizer"
@@ -111,7 +113,7 @@ func runMaskBench(args []string, stdout, stderr io.Writer) error {
 	compileDur := time.Since(t2)
 
 	m := gr.NewMatcher()
-	mask := make([]uint32, (v.Size()+31)/32)
+	mask := tokenmask.New(v.Size())
 	var times, first, warm []time.Duration
 	var counts []int
 	runtime.GC()
@@ -127,11 +129,11 @@ func runMaskBench(args []string, stdout, stderr io.Writer) error {
 			times = append(times, d)
 			if r == 0 {
 				first = append(first, d)
-				counts = append(counts, maskPopcount(mask))
+				counts = append(counts, mask.Count())
 			} else {
 				warm = append(warm, d)
 			}
-			if id >= v.Size() || mask[id>>5]&(1<<(uint(id)&31)) == 0 {
+			if id >= v.Size() || !mask.Has(id) {
 				return &exitError{code: 1, err: fmt.Errorf("step %d: token %d (%s) is not in the mask; the grammar expects %s",
 					step, id, strconv.Quote(string(v.TokenBytes(id))), m.Expected())}
 			}
@@ -178,13 +180,3 @@ func runMaskBench(args []string, stdout, stderr io.Writer) error {
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-
-func maskPopcount(mask []uint32) int {
-	n := 0
-	for _, w := range mask {
-		for ; w != 0; w &= w - 1 {
-			n++
-		}
-	}
-	return n
-}

@@ -21,6 +21,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tetherlm/tether/gocore/tokenmask"
+
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/schema"
@@ -249,7 +251,7 @@ func judge(c Case, opts Options) caseResult {
 		pg, _ := gbnf.Parse(g)
 		tgr, err := engine.Compile(pg, opts.Vocab)
 		if err == nil {
-			tgr.NewMatcher().FillMask(make([]uint32, (opts.Vocab.Size()+31)/32))
+			tgr.NewMatcher().FillMask(tokenmask.New(opts.Vocab.Size()))
 			res.vocabMS = float64(time.Since(vstart).Microseconds())/1000 + res.convMS
 			res.masks = timeMasks(tgr, c, opts)
 		}
@@ -261,7 +263,7 @@ func judge(c Case, opts Options) caseResult {
 // the times in microseconds.
 func timeMasks(gr *engine.Grammar, c Case, opts Options) []float64 {
 	var out []float64
-	words := make([]uint32, (opts.Vocab.Size()+31)/32)
+	words := tokenmask.New(opts.Vocab.Size())
 	for _, t := range c.Tests {
 		if !t.Valid {
 			continue
