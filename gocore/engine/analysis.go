@@ -95,7 +95,8 @@ func (gr *Grammar) computeRem() {
 const minCap = 1 << 20
 
 // computeMinLen fills gr.minLen and gr.minRest (a char counts one byte, a token
-// none).
+// none) and reports whether every rule can finish (has a finite derivation; a
+// rule that cannot keeps minCap).
 //
 // minLen is a shortest-derivation problem: an alternative costs its chars plus
 // the minLen of the rules it calls (lo times for a counter), and every such cost
@@ -103,7 +104,7 @@ const minCap = 1 << 20
 // algorithm settles the rules in order of their bound: a rule is final when it
 // leaves the heap, and an alternative is a candidate once all the rules it calls
 // are final. O(program · log rules), whatever the shape of the recursion.
-func (gr *Grammar) computeMinLen() {
+func (gr *Grammar) computeMinLen() (allFinite bool) {
 	n := len(gr.rules)
 	gr.minLen = make([]int32, n)
 	for i := range gr.minLen {
@@ -157,12 +158,14 @@ func (gr *Grammar) computeMinLen() {
 		}
 	}
 	final := make([]bool, n)
+	finals := 0
 	for h.len() > 0 {
 		v, r := h.pop()
 		if final[r] {
 			continue
 		}
 		final[r] = true
+		finals++
 		gr.minLen[r] = v
 		for k := useAt[r]; k < useAt[r+1]; k++ {
 			a := useAlt[k]
@@ -189,6 +192,7 @@ func (gr *Grammar) computeMinLen() {
 		}
 		gr.minRest[i] = min(c+gr.minRest[i+1], minCap)
 	}
+	return finals == n
 }
 
 // lenHeap is a binary min-heap of (bound, rule) pairs for computeMinLen.

@@ -191,6 +191,14 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.names = make([]string, n)
 	classIdx := map[string]int32{}
 	var kb []byte
+	// Single ASCII characters (most of a literal's elements) skip the map.
+	var asciiIdx [128]int32
+	for i := range asciiIdx {
+		asciiIdx[i] = -1
+	}
+	// mayDeadEnd is set by anything that can make a dead end (an empty class or
+	// byte set, a rule that cannot finish): only then is gbnf.DeadEnds run.
+	mayDeadEnd := false
 	nullable := gbnf.Nullable(g)
 	size := 2 * n // the trampolines
 	for _, r := range g.Rules {
@@ -211,6 +219,15 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 				e := &alt[ei] // by pointer: an Element is over 100 bytes
 				switch e.Kind {
 				case gbnf.Char:
+					if len(e.Ranges) == 1 && !e.Negated && e.Ranges[0].Lo == e.Ranges[0].Hi && uint32(e.Ranges[0].Lo) < 128 {
+						ch := e.Ranges[0].Lo
+						if asciiIdx[ch] < 0 {
+							asciiIdx[ch] = int32(len(gr.classes))
+							gr.classes = append(gr.classes, newClass(e.Ranges, false))
+						}
+						gr.elems = append(gr.elems, elem{op: opChar, arg: asciiIdx[ch]})
+						break
+					}
 					// Classes are deduplicated by their written ranges (a key
 					// cheap to build), before the class itself is built.
 					kb = kb[:0]
@@ -226,6 +243,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 						ci = int32(len(gr.classes))
 						classIdx[string(kb)] = ci
 						gr.classes = append(gr.classes, newClass(e.Ranges, e.Negated))
+						mayDeadEnd = mayDeadEnd || gbnf.ClassEmpty(e.Ranges, e.Negated)
 					}
 					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
 				case gbnf.RuleRef:
@@ -272,6 +290,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					gr.hasToken = true
 					gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: arg})
 				case gbnf.Byte:
+					mayDeadEnd = mayDeadEnd || len(e.Ranges) == 0
 					arg, err := gr.addByteSet(*e, r)
 					if err != nil {
 						return err
@@ -303,12 +322,19 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		gr.lead[r] = gr.leadRule(int32(r))
 	}
 	gr.computeRem()
-	gr.computeMinLen()
+	if !gr.computeMinLen() {
+		mayDeadEnd = true // a rule that cannot finish
+	}
 	gr.nullable = nullable
 	if err := gr.checkLeftRecursion(g); err != nil {
 		return err
 	}
-	// gbnf.Parse refuses dead ends already; this guards hand-built IR.
+	// gbnf.Parse refuses dead ends already; this guards hand-built IR. With no
+	// empty class or byte set and every rule able to finish (computeMinLen's
+	// finite lengths: gbnf.Productive over the engine's program) there is none.
+	if !mayDeadEnd {
+		return nil
+	}
 	if d := gbnf.DeadEnds(g, int(gr.root)); d != nil {
 		r := g.Rules[d.Rule]
 		return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "dead end: " + d.Why}

@@ -74,6 +74,15 @@ func (o *object) clone() *object {
 // encoding/json does: such a string is invalid UTF-8, which lets the converter
 // refuse it where it would have to be generated (see loneSurrogate).
 func decodeJSON(data []byte) (any, error) {
+	// Valid JSON (nearly every schema) is read by a direct scanner; anything
+	// else goes through encoding/json's tokens for their error messages.
+	if json.Valid(data) {
+		r := validJSON{data: data}
+		if v, ok := r.value(0); ok {
+			return v, nil
+		}
+		return nil, fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(&jsonReader{dec: dec, data: data}, 0)
@@ -87,6 +96,124 @@ func decodeJSON(data []byte) (any, error) {
 }
 
 const maxJSONDepth = 512
+
+// validJSON reads a JSON text that json.Valid accepted, into the values
+// decodeJSON returns (the same values decodeValue builds from encoding/json's
+// tokens, strings decoded as decodeWTF8 does), without the token stream's
+// per-token allocations. ok is false only past maxJSONDepth.
+type validJSON struct {
+	data []byte
+	i    int
+}
+
+func (r *validJSON) ws() {
+	for r.i < len(r.data) {
+		switch r.data[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+func (r *validJSON) value(depth int) (any, bool) {
+	if depth > maxJSONDepth {
+		return nil, false
+	}
+	r.ws()
+	switch c := r.data[r.i]; c {
+	case '{':
+		r.i++
+		o := newObject()
+		for {
+			r.ws()
+			if r.data[r.i] == '}' {
+				r.i++
+				return o, true
+			}
+			if r.data[r.i] == ',' {
+				r.i++
+				r.ws()
+			}
+			k := r.str()
+			r.ws()
+			r.i++ // ':'
+			v, ok := r.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			o.set(k, v)
+		}
+	case '[':
+		r.i++
+		a := []any{}
+		for {
+			r.ws()
+			if r.data[r.i] == ']' {
+				r.i++
+				return a, true
+			}
+			if r.data[r.i] == ',' {
+				r.i++
+			}
+			v, ok := r.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+		}
+	case '"':
+		return r.str(), true
+	case 't':
+		r.i += 4
+		return true, true
+	case 'f':
+		r.i += 5
+		return false, true
+	case 'n':
+		r.i += 4
+		return nil, true
+	default: // a number
+		j := r.i
+		for r.i < len(r.data) {
+			switch r.data[r.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return json.Number(r.data[j:r.i]), true
+			}
+			r.i++
+		}
+		return json.Number(r.data[j:r.i]), true
+	}
+}
+
+// str reads a string at r.i (its opening quote).
+func (r *validJSON) str() string {
+	r.i++
+	j := r.i
+	plain := true
+	for {
+		c := r.data[r.i]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			plain = false
+			r.i += 2
+			continue
+		}
+		if c >= 0x80 {
+			plain = false
+		}
+		r.i++
+	}
+	raw := r.data[j:r.i]
+	r.i++
+	if plain || utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	return decodeWTF8(raw)
+}
 
 // jsonReader reads tokens and, for strings that encoding/json decoded with a
 // replacement character, re-decodes their raw text (see decodeJSON).

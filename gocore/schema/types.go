@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"regexp/syntax"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -378,7 +377,7 @@ func (c *conv) trie(texts, conts []string, hint string) string {
 			items[i].cont = conts[i]
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].text < items[j].text })
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.text, b.text) })
 	items = slices.CompactFunc(items, func(a, b item) bool { return a.text == b.text })
 	var build func(ts []item, depth int) string
 	build = func(ts []item, depth int) string {

@@ -38,6 +38,12 @@ func TestDeadEndsRefused(t *testing.T) {
 			{Name: "a", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 2}}}},
 			{Name: "b", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
 		}},
+		"cycle through a counted repetition": {Rules: []gbnf.Rule{
+			{Name: "root", Alts: []gbnf.Sequence{{ch('a', 'a', false), {Kind: gbnf.RuleRef, Rule: 1}}}},
+			{Name: "a", Alts: []gbnf.Sequence{{ch('x', 'x', false), {Kind: gbnf.Repeat, Rule: 2, Min: 2, Max: 3}}}},
+			{Name: "b", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
+		}},
+		"empty raw byte set": {Rules: []gbnf.Rule{{Name: "root", Alts: []gbnf.Sequence{{ch('a', 'a', false), {Kind: gbnf.Byte}}}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := engine.Compile(g, newListVocab("a", "b"))
@@ -47,6 +53,22 @@ func TestDeadEndsRefused(t *testing.T) {
 			assert.Contains(t, err.Error(), "dead end")
 		})
 	}
+}
+
+// TestUnreachableDeadRuleCompiles: a rule that can never match but that the root
+// cannot reach is no dead end (Compile's quick check only decides when the full
+// check runs).
+func TestUnreachableDeadRuleCompiles(t *testing.T) {
+	g := &gbnf.Grammar{Rules: []gbnf.Rule{
+		{Name: "root", Alts: []gbnf.Sequence{{{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: 'a', Hi: 'a'}}}}}},
+		{Name: "loop", Alts: []gbnf.Sequence{{{Kind: gbnf.RuleRef, Rule: 1}}}},
+		{Name: "never", Alts: []gbnf.Sequence{{{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: 0xD800, Hi: 0xDFFF}}}}}},
+	}}
+	gr, err := engine.Compile(g, newListVocab("a", "b"))
+	require.NoError(t, err)
+	m := gr.NewMatcher()
+	require.NoError(t, m.AcceptBytes([]byte("a")))
+	assert.True(t, m.CanEnd())
 }
 
 // TestTokenIDCheckedBeforeAllocating: a huge token id is an error before any
