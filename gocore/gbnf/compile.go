@@ -65,11 +65,16 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 	if err := c.unrollNullableCounters(); err != nil {
 		return nil, err
 	}
-	if err := rewriteLeftRecursion(c); err != nil {
+	// With no left recursion found, the rewrite changed nothing and the check
+	// (the same left-edge graph) would find none either.
+	changed, err := rewriteLeftRecursion(c)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkLeftRecursion(c); err != nil {
-		return nil, err
+	if changed {
+		if err := checkLeftRecursion(c); err != nil {
+			return nil, err
+		}
 	}
 	if !c.p.cfg.allowDeadEnds {
 		if err := checkDeadEnds(c); err != nil {

@@ -97,7 +97,16 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 // QuoteLiteral returns s as a GBNF string literal, escaped so that Parse (and
 // llama.cpp) reads back exactly s.
 func QuoteLiteral(s string) string {
+	plain := true // printable ASCII that needs no escape: written as it is
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7F && c != '"' && c != '\\'
+	}
+	if plain {
+		return `"` + s + `"`
+	}
 	var b strings.Builder
+	b.Grow(len(s) + 2)
 	b.WriteByte('"')
 	for _, r := range s {
 		writeChar(&b, r, false)

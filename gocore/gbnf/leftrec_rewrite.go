@@ -40,17 +40,17 @@ import "slices"
 // multiply alternatives); past it the grammar is refused with ErrTooLarge. Whatever
 // is still left-recursive afterwards is refused by checkLeftRecursion.
 
-func rewriteLeftRecursion(c *compiler) error {
+func rewriteLeftRecursion(c *compiler) (changed bool, err error) {
 	bad := leftRecursiveRules(c.g)
 	if len(bad) == 0 {
-		return nil
+		return false, nil
 	}
 	rw := &rewriter{c: c, nullable: Nullable(c.g), consumes: canConsume(c.g), plus: map[int]int{}}
 	// Step 1: leading nullable references, in the left-recursive rules.
 	for _, r := range bad {
 		alts, err := rw.nonNullLeading(c.g.Rules[r].Alts, r, true)
 		if err != nil {
-			return err
+			return true, err
 		}
 		c.g.Rules[r].Alts = alts
 	}
@@ -66,10 +66,10 @@ func rewriteLeftRecursion(c *compiler) error {
 	}
 	for _, k := range order {
 		if err := rw.paull(comps[k]); err != nil {
-			return err
+			return true, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 type rewriter struct {

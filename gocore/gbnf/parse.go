@@ -477,7 +477,12 @@ const maxInt = 1<<31 - 1
 func (p *parser) parseLiteral() (*node, error) {
 	open := p.pos
 	p.pos++
+	// Sized by the bytes up to the next quote (an escaped quote only makes it
+	// short): one allocation for most literals.
 	var runes []rune
+	if n := strings.IndexByte(p.src[p.pos:], '"'); n > 0 {
+		runes = make([]rune, 0, n)
+	}
 	for {
 		if p.pos >= len(p.src) {
 			return nil, p.errorf(open, ErrSyntax, `unterminated string literal: no closing '"'`)
