@@ -25,7 +25,7 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	if err != nil {
 		return "", nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
-	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, b: newBuilder()}
+	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, b: newBuilder()}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")
@@ -60,6 +60,11 @@ type conv struct {
 	b       *builder
 	refs    map[string]string // JSON pointer of a $ref target -> its rule
 	refErrs map[string]error  // JSON pointer of a $ref target that failed -> why
+	// strings memoizes stringDFA by its inputs (one automaton per distinct set of
+	// patterns, excluded strings and length limits, however many places use it)
+	// and keyExcept by its names ("keyExcept\x00" and the sorted names: no
+	// stringDFA key starts with "k").
+	strings map[string]string
 	// recursive is set when a $ref was reached while its target was being
 	// converted: only then can a rule fail to produce any finite text.
 	recursive bool

@@ -2,8 +2,10 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -523,6 +525,19 @@ func (c *conv) checkName(s any, name string) (ok, decided bool) {
 // names: a trie of the names, where each node may end (unless a name ends
 // there) or continue with a character no name continues with.
 func (c *conv) keyExcept(names []string, hint string) string {
+	// One grammar per set of names, however many objects share it.
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	key := "keyExcept\x00" + strings.Join(slices.Compact(sorted), "\x00")
+	if x, ok := c.strings[key]; ok {
+		return x
+	}
+	x := c.keyExceptTrie(names, hint)
+	c.strings[key] = x
+	return x
+}
+
+func (c *conv) keyExceptTrie(names []string, hint string) string {
 	type node struct {
 		kids map[rune]*node
 		end  bool

@@ -888,6 +888,18 @@ func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) 
 	}
 	more, _ := o.vals[morePatternsKey].([]any)
 	pats = append(pats, more...)
+	nots, _ := o.vals[notStringsKey].([]any)
+	key, memo := stringDFAKey(pats, nots, minL, maxL)
+	if x, ok := c.strings[key]; memo && ok {
+		// The same checks as the first time, for this place's pointer.
+		if err := c.minLengthTooLarge(minL, ptr); err != nil {
+			return "", err
+		}
+		if maxL >= 0 {
+			c.capLength(maxL, ptr)
+		}
+		return x, nil
+	}
 	fail := func(kw string, err error) (string, error) {
 		if uerr := c.unsupported(kw, ptr, err.Error()); uerr != nil {
 			return "", uerr
@@ -905,7 +917,6 @@ func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) 
 		}
 		pos = append(pos, d.minimize())
 	}
-	nots, _ := o.vals[notStringsKey].([]any)
 	for _, n := range nots {
 		switch n := n.(type) {
 		case string:
@@ -957,10 +968,50 @@ func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) 
 		return "", c.unsatf("pattern", ptr, "no string satisfies the patterns and limits together")
 	}
 	rc := &regexConv{b: c.b, json: true}
+	var x string
 	if minL > 0 || maxL >= 0 {
-		return d.grammar(rc, "string"), nil // see lengthDFA
+		x = d.grammar(rc, "string") // see lengthDFA
+	} else {
+		x = d.minimize().grammar(rc, "string")
 	}
-	return d.minimize().grammar(rc, "string"), nil
+	if memo {
+		c.strings[key] = x
+	}
+	return x, nil
+}
+
+// stringDFAKey is the memo key of stringDFA's inputs (memo false when an input is
+// not a string, which stringDFA reports as an error).
+func stringDFAKey(pats, nots []any, minL, maxL int) (key string, memo bool) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d", minL, maxL)
+	str := func(tag byte, s string) {
+		fmt.Fprintf(&b, " %c%d:%s", tag, len(s), s)
+	}
+	for _, p := range pats {
+		s, ok := p.(string)
+		if !ok {
+			return "", false
+		}
+		str('p', s)
+	}
+	for _, n := range nots {
+		switch n := n.(type) {
+		case string:
+			str('n', n)
+		case []any:
+			b.WriteString(" [")
+			for _, x := range n {
+				if s, ok := x.(string); ok {
+					str('s', s)
+				}
+			}
+			b.WriteString(" ]")
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 // patternLen is the range of lengths of the strings a pattern matches (hi -1:
