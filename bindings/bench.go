@@ -8,7 +8,6 @@ import (
 	"github.com/tetherlm/tether/gocore/tokenmask"
 
 	"github.com/tetherlm/tether/gocore/engine"
-	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/schema"
 )
@@ -76,11 +75,7 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 		mask := tokenmask.New(v.Size())
 		start := time.Now()
 		gr, err := func() (*engine.Grammar, error) {
-			src, _, err := schema.FromJSONSchema([]byte(schemaJSON), opts...)
-			if err != nil {
-				return nil, err
-			}
-			pg, err := gbnf.Parse(src)
+			pg, _, _, err := schema.Grammar([]byte(schemaJSON), opts...)
 			if err != nil {
 				return nil, err
 			}

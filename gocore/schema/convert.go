@@ -16,28 +16,56 @@ import (
 // where the grammar is narrower). Keywords that cannot be enforced fail the
 // conversion with a *SchemaError, or, with Lenient, are listed in ignored.
 func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ignored, err error) {
+	grammar, _, ignored, err = convert(schema, opts)
+	return grammar, ignored, err
+}
+
+// Grammar converts a JSON Schema document as FromJSONSchema does and returns the
+// grammar parsed as well as its text: the same result as gbnf.Parse(text), without
+// parsing the text a second time where the converter parsed it already (a
+// recursive schema's grammar is parsed to check that every definition can
+// finish). Errors from parsing are gbnf's.
+//
+//	g, text, ignored, err := schema.Grammar([]byte(`{"type":"integer"}`))
+//	// g feeds engine.Compile; text is what `tether gbnf` prints
+func Grammar(schema []byte, opts ...Option) (g *gbnf.Grammar, text string, ignored []Ignored, err error) {
+	text, g, ignored, err = convert(schema, opts)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if g == nil {
+		if g, err = gbnf.Parse(text); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	return g, text, ignored, nil
+}
+
+// convert is FromJSONSchema; parsed is the grammar when the conversion parsed it
+// (with the checks gbnf.Parse makes: see checkProductive), else nil.
+func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar, ignored []Ignored, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			grammar, ignored, err = "", nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
+			grammar, parsed, ignored, err = "", nil, nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	doc, err := decodeJSON(schema)
 	if err != nil {
-		return "", nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
+		return "", nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
 	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, b: newBuilder()}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if expr == "" {
 		expr = `""`
 	}
 	c.b.define("root", expr)
 	if c.b.size > maxGrammarBytes {
-		return "", nil, &SchemaError{Msg: fmt.Sprintf("the grammar would exceed %d bytes", maxGrammarBytes)}
+		return "", nil, nil, &SchemaError{Msg: fmt.Sprintf("the grammar would exceed %d bytes", maxGrammarBytes)}
 	}
 	// The grammar is not re-parsed here (that would double the cost): by
 	// construction it has no left recursion (see ref) and its repetitions stay
@@ -46,11 +74,11 @@ func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ig
 	// that must contain itself): those are checked on the parsed grammar.
 	text := c.b.text("root")
 	if c.recursive || strings.Contains(text, noMatch) {
-		if err := c.checkProductive(text); err != nil {
-			return "", nil, err
+		if parsed, err = c.checkProductive(text); err != nil {
+			return "", nil, nil, err
 		}
 	}
-	return text, c.ignored, nil
+	return text, parsed, c.ignored, nil
 }
 
 // conv is the state of one conversion.
@@ -805,10 +833,14 @@ func numLess(a, b any) bool {
 // any finite text (a schema such as {"type":"array","items":{"$ref":"#"},
 // "minItems":1} requires an infinitely deep instance): its grammar would let a
 // model start a value it can never finish.
-func (c *conv) checkProductive(text string) error {
+//
+// It returns the parsed grammar: its checks are gbnf.Parse's dead-end check (a
+// reachable rule that derives nothing, a reachable class that matches nothing;
+// the converter writes no raw bytes), so the grammar is what gbnf.Parse returns.
+func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 	g, err := gbnf.Parse(text, gbnf.AllowDeadEnds())
 	if err != nil {
-		return &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
+		return nil, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 	}
 	productive := gbnf.Productive(g)
 	ptrs := make([]string, 0, len(c.refs))
@@ -818,14 +850,14 @@ func (c *conv) checkProductive(text string) error {
 	sort.Strings(ptrs)
 	for _, p := range ptrs {
 		if i, ok := g.Index[c.refs[p]]; ok && !productive[i] {
-			return c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
+			return nil, c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
 		}
 	}
 	if !productive[g.Root] {
 		if !c.recursive {
-			return c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
+			return nil, c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
 		}
-		return c.errorf("", "", "the schema accepts no finite instance")
+		return nil, c.errorf("", "", "the schema accepts no finite instance")
 	}
 	// a rule reachable from the root that derives nothing is a dead end: a
 	// model could start it and never finish (a pattern that matches nothing
@@ -837,12 +869,12 @@ func (c *conv) checkProductive(text string) error {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
 		if !productive[r] {
-			return c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+			return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
 		}
 		for _, alt := range g.Rules[r].Alts {
 			for _, e := range alt {
 				if e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated) {
-					return c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+					return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
 				}
 				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
 					seen[e.Rule] = true
@@ -851,7 +883,7 @@ func (c *conv) checkProductive(text string) error {
 			}
 		}
 	}
-	return nil
+	return g, nil
 }
 
 // rewriteNot expresses "not x" as a positive schema where that is exact:

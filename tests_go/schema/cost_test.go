@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
-	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/schema"
 	"github.com/tetherlm/tether/gocore/vocab"
 	"github.com/tetherlm/tether/tests_go/internal/testdata"
@@ -34,9 +33,7 @@ func llama3Vocab(t testing.TB) *vocab.Vocab {
 // first mask; it returns the matcher (ready at the start) and the mask.
 func schemaToFirstMask(t testing.TB, v *vocab.Vocab, schemaText []byte, opts ...schema.Option) (*engine.Matcher, []uint32) {
 	t.Helper()
-	g, _, err := schema.FromJSONSchema(schemaText, opts...)
-	require.NoError(t, err)
-	pg, err := gbnf.Parse(g)
+	pg, _, _, err := schema.Grammar(schemaText, opts...)
 	require.NoError(t, err)
 	gr, err := engine.Compile(pg, v)
 	require.NoError(t, err)

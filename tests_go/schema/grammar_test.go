@@ -1,0 +1,67 @@
+package schema_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
+	"github.com/tetherlm/tether/gocore/schema/schemabench"
+	"github.com/tetherlm/tether/tests_go/internal/testdata"
+)
+
+// TestGrammarIsParseOfText: schema.Grammar's parsed grammar is gbnf.Parse of the
+// text FromJSONSchema gives (the converter's own parse of recursive grammars is
+// reused, not a different grammar), and it fails where converting or parsing
+// fails, for recursive, non-recursive and unsatisfiable schemas and every 7th
+// MaskBench dev schema.
+func TestGrammarIsParseOfText(t *testing.T) {
+	docs := []string{
+		`{"type":"integer","minimum":0,"maximum":99}`,
+		`{"$ref":"#/$defs/n","$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}}}`,
+		`{"type":"object","properties":{"next":{"$ref":"#"},"v":{"type":"string","pattern":"^a+$"}}}`,
+		`{"type":"array","items":{"$ref":"#"},"minItems":1}`, // no finite instance
+		`{"type":"string","pattern":"[a-"}`,
+		`not json`,
+	}
+	f, err := os.Open(testdata.Shared(t, "jsonschemabench/maskbench-dev.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for i := 0; sc.Scan(); i++ {
+		if i%7 != 0 {
+			continue
+		}
+		var c schemabench.Case
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
+		docs = append(docs, string(c.Schema))
+	}
+	compared := 0
+	for _, d := range docs {
+		g, text, ignored, err := schema.Grammar([]byte(d))
+		wantText, wantIgnored, wantErr := schema.FromJSONSchema([]byte(d))
+		if wantErr != nil {
+			require.Error(t, err, d)
+			assert.Equal(t, wantErr.Error(), err.Error())
+			continue
+		}
+		want, perr := gbnf.Parse(wantText)
+		if perr != nil {
+			require.Error(t, err, d)
+			continue
+		}
+		require.NoError(t, err, d)
+		assert.Equal(t, wantText, text)
+		assert.Equal(t, wantIgnored, ignored)
+		require.Equal(t, gbnf.Format(want), gbnf.Format(g), "%.200s", d)
+		require.Equal(t, want.Root, g.Root)
+		compared++
+	}
+	assert.Greater(t, compared, 300)
+}
