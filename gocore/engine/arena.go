@@ -197,14 +197,7 @@ func (a *arena) expand(el, tail int32) {
 			return
 		}
 		a.visited[k] = a.stamp
-		a.work++
-		if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
-			lim, val := "stacks", a.g.opts.hardStacks
-			if a.work > a.g.opts.maxWork {
-				lim, val = "work", a.g.opts.maxWork
-			}
-			a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("rule %q", a.g.names[e.arg]),
-				Msg: msgTooMany}
+		if a.overLimit(el, "rule %q") {
 			return
 		}
 		nt := tail
@@ -217,6 +210,23 @@ func (a *arena) expand(el, tail int32) {
 	case opEnd:
 		a.expandReturn(tail)
 	}
+}
+
+// overLimit counts one more step of the closure and reports whether it went past
+// the grammar's work or stack bound; then a.err says which, where names the rule
+// of element el (a reference or a counter).
+func (a *arena) overLimit(el int32, where string) bool {
+	a.work++
+	if a.work <= a.g.opts.maxWork && len(a.out) <= a.g.opts.hardStacks {
+		return false
+	}
+	lim, val := "stacks", a.g.opts.hardStacks
+	if a.work > a.g.opts.maxWork {
+		lim, val = "work", a.g.opts.maxWork
+	}
+	a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf(where, a.g.names[a.g.elems[el].arg]),
+		Msg: msgTooMany}
+	return true
 }
 
 // expandRep expands counter el over tail, with need more rounds needed and left
@@ -234,14 +244,7 @@ func (a *arena) expandRep(el, tail, need, left int32) {
 		return
 	}
 	a.visited[k] = a.stamp
-	a.work++
-	if a.work > a.g.opts.maxWork || len(a.out) > a.g.opts.hardStacks {
-		lim, val := "stacks", a.g.opts.hardStacks
-		if a.work > a.g.opts.maxWork {
-			lim, val = "work", a.g.opts.maxWork
-		}
-		a.err = &LimitError{Limit: lim, Value: val, Where: fmt.Sprintf("a repetition of rule %q", a.g.names[a.g.elems[el].arg]),
-			Msg: msgTooMany}
+	if a.overLimit(el, "a repetition of rule %q") {
 		return
 	}
 	if left > 0 {
