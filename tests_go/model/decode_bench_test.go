@@ -11,23 +11,33 @@ import (
 	"github.com/tetherlm/tether/gocore/model"
 )
 
-// BenchmarkDecodeStep runs one-token forward passes of the checkpoint in
-// $TETHER_BENCH_MODEL (e.g. bench_model.py's --model-dir output) after a 128-token
-// prefill, resetting the cache every 64 steps so the KV length matches the benchmark's.
-func BenchmarkDecodeStep(b *testing.B) {
+// benchModel loads the checkpoint in $TETHER_BENCH_MODEL (e.g. bench_model.py's
+// --model-dir output) on two threads, closed when the benchmark ends, and returns
+// it with the benchmarks' 128-token prompt; without the variable the benchmark is
+// skipped.
+func benchModel(b *testing.B) (*model.Model, []int) {
+	b.Helper()
 	dir := os.Getenv("TETHER_BENCH_MODEL")
 	if dir == "" {
 		b.Skip("TETHER_BENCH_MODEL not set")
 	}
 	m, err := model.Load(dir, model.WithThreads(2))
 	require.NoError(b, err)
-	defer m.Close()
+	b.Cleanup(func() { m.Close() })
 	prompt := make([]int, 128)
 	for i := range prompt {
 		prompt[i] = 100 + i
 	}
+	return m, prompt
+}
+
+// BenchmarkDecodeStep runs one-token forward passes of the checkpoint in
+// $TETHER_BENCH_MODEL (e.g. bench_model.py's --model-dir output) after a 128-token
+// prefill, resetting the cache every 64 steps so the KV length matches the benchmark's.
+func BenchmarkDecodeStep(b *testing.B) {
+	m, prompt := benchModel(b)
 	st := m.NewState()
-	_, err = m.Forward(st, prompt)
+	_, err := m.Forward(st, prompt)
 	require.NoError(b, err)
 	b.ReportAllocs()
 	var ru0, ru1 syscall.Rusage
@@ -55,21 +65,11 @@ func BenchmarkDecodeStep(b *testing.B) {
 
 // BenchmarkPrefill runs 128-token prefills of the checkpoint in $TETHER_BENCH_MODEL.
 func BenchmarkPrefill(b *testing.B) {
-	dir := os.Getenv("TETHER_BENCH_MODEL")
-	if dir == "" {
-		b.Skip("TETHER_BENCH_MODEL not set")
-	}
-	m, err := model.Load(dir, model.WithThreads(2))
-	require.NoError(b, err)
-	defer m.Close()
-	prompt := make([]int, 128)
-	for i := range prompt {
-		prompt[i] = 100 + i
-	}
+	m, prompt := benchModel(b)
 	st := m.NewState()
 	for b.Loop() {
 		st.Reset()
-		_, err = m.Forward(st, prompt)
+		_, err := m.Forward(st, prompt)
 		require.NoError(b, err)
 	}
 	b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tok/s")
