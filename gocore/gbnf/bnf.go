@@ -247,11 +247,11 @@ func (b *bnfParser) sequence() ([]*node, error) {
 			}
 			switch {
 			case name == "any!":
-				seq = append(seq, &node{op: opToken, off: start, token: AnyToken})
+				seq = append(seq, p.node(node{op: opToken, off: start, token: AnyToken}))
 			case strings.HasSuffix(name, "!"):
 				return nil, p.errorf(start, ErrSyntax, "unknown built-in nonterminal <%s>: expected <any!>, <except!('literal')> or <except!([nonterminal])>", name)
 			default:
-				seq = append(seq, &node{op: opRef, off: start, name: name})
+				seq = append(seq, p.node(node{op: opRef, off: start, name: name}))
 			}
 		default:
 			return seq, nil
@@ -273,7 +273,7 @@ func (b *bnfParser) terminal() (*node, error) {
 	if bs == nil {
 		bs = []byte{}
 	}
-	return &node{op: opLiteral, off: open, literal: bs}, nil
+	return p.node(node{op: opLiteral, off: open, literal: bs}), nil
 }
 
 // quoted parses '...' or "..." at p.pos with its escapes and returns its bytes.
@@ -470,7 +470,7 @@ func (b *bnfParser) except() (*node, error) {
 			return nil, p.errorf(p.pos, ErrSyntax, `expected ")>" to close <except!(...)>, found %s`, p.describe(p.pos))
 		}
 		p.pos += 2
-		return &node{op: opExcept, off: start, name: ref}, nil
+		return p.node(node{op: opExcept, off: start, name: ref}), nil
 	case '\'', '"':
 		bs, err := b.quoted()
 		if err != nil {
@@ -483,7 +483,7 @@ func (b *bnfParser) except() (*node, error) {
 		if len(bs) == 0 {
 			return nil, p.errorf(start, ErrSyntax, "<except!('')>: the excepted literal is empty")
 		}
-		return &node{op: opExcept, off: start, literal: bs}, nil
+		return p.node(node{op: opExcept, off: start, literal: bs}), nil
 	}
 	return nil, malformed()
 }

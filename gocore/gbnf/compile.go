@@ -2,6 +2,7 @@ package gbnf
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -92,16 +93,16 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 
 // refOffset is where the reference at site was written.
 type refOffset struct {
-	site refSite
-	off  int
+	rule, alt, at int32 // the site (a refSite)
+	off           int32
 }
 
 // refOffset returns where the reference at site was written (a scan: it places
 // an error, once).
 func (c *compiler) refOffset(site refSite) (int, bool) {
 	for i := len(c.refOffs) - 1; i >= 0; i-- { // the last one written wins
-		if c.refOffs[i].site == site {
-			return c.refOffs[i].off, true
+		if r := c.refOffs[i]; int(r.rule) == site.rule && int(r.alt) == site.alt && int(r.at) == site.elem {
+			return int(r.off), true
 		}
 	}
 	return 0, false
@@ -115,6 +116,8 @@ type compiler struct {
 	// refOffs: where each reference was written, in the order compiled (read
 	// only to place an error: see refOffset)
 	refOffs []refOffset
+	slab    Sequence // chunk the sequences are carved from (see elemBuf)
+	ranges  []Range  // chunk the literals' ranges are carved from
 	// charOff: where character elements that match nothing were written, by
 	// their first range (shared by every copy a repetition makes)
 	charOff  map[*Range]int
@@ -269,7 +272,7 @@ func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
 			size++
 		}
 	}
-	out := make(Sequence, 0, size)
+	out := c.elemBuf(size)
 	for _, n := range seq {
 		// Literals and references, the common items, go straight into out.
 		switch n.op {
@@ -345,7 +348,7 @@ func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
 	if err := c.grow(len(n.runes), n.off); err != nil {
 		return nil, err
 	}
-	ranges := make([]Range, len(n.runes))
+	ranges := c.rangeBuf(len(n.runes))
 	for i, r := range n.runes {
 		if r < 0 {
 			// A raw byte (ParseBNF: see rawByteRune).
@@ -363,12 +366,43 @@ func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
 	return out, nil
 }
 
+// elemBuf returns an empty sequence with room for n elements, and rangeBuf n
+// zeroed ranges, both carved from chunks shared by the grammar's sequences (a
+// chunk lives as long as the grammar, as its sequences do; appending past the
+// room reallocates, leaving the chunk alone). Chunks double from small, so a
+// small grammar allocates little, and a large one one chunk per 4,096.
+func (c *compiler) elemBuf(n int) Sequence {
+	if cap(c.slab)-len(c.slab) < n {
+		c.slab = make(Sequence, 0, min(max(2*cap(c.slab), 16), 4096))
+		if n > cap(c.slab) {
+			return make(Sequence, 0, n)
+		}
+	}
+	k := len(c.slab)
+	c.slab = c.slab[:k+n]
+	return c.slab[k : k : k+n]
+}
+
+func (c *compiler) rangeBuf(n int) []Range {
+	if cap(c.ranges)-len(c.ranges) < n {
+		c.ranges = make([]Range, 0, min(max(2*cap(c.ranges), 16), 4096))
+		if n > cap(c.ranges) {
+			return make([]Range, n)
+		}
+	}
+	k := len(c.ranges)
+	c.ranges = c.ranges[:k+n]
+	return c.ranges[k : k+n : k+n]
+}
+
 // appendRef appends reference n, at index at of the alternative being built.
 func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
 	if err := c.grow(1, n.off); err != nil {
 		return nil, err
 	}
-	c.refOffs = append(c.refOffs, refOffset{refSite{c.rule, c.alt, at}, n.off})
+	// int32 halves the record (one per reference); grammars this large are far
+	// past WithMaxElements, and only an error's position would be off.
+	c.refOffs = append(c.refOffs, refOffset{int32(c.rule), int32(c.alt), int32(at), int32(min(n.off, math.MaxInt32))})
 	return append(out, Element{Kind: RuleRef, Rule: c.g.Index[n.name]}), nil
 }
 

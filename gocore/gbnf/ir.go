@@ -39,8 +39,8 @@ type Range struct{ Lo, Hi rune }
 // Element is one step of a sequence.
 type Element struct {
 	Kind    Kind
-	Ranges  []Range // Char: sorted, non-overlapping; Byte: byte values 0..255
 	Negated bool    // Char: match outside Ranges; Token: match any token but this one
+	Ranges  []Range // Char: sorted, non-overlapping; Byte: byte values 0..255
 	Rule    int     // RuleRef, Repeat: index into Grammar.Rules
 	Min     int     // Repeat: the fewest times
 	Max     int     // Repeat: the most times (>= Min, >= 1)

@@ -111,10 +111,10 @@ const (
 
 type node struct {
 	op      nodeOp
+	negated bool
 	off     int // byte offset of the node's syntax (of the operator, for opRepeat)
 	runes   []rune
 	ranges  []Range
-	negated bool
 	name    string
 	token   int
 	alts    [][]*node
@@ -137,6 +137,34 @@ type parser struct {
 	lines []int // byte offsets where lines start
 	depth int
 	rule  string // the rule being parsed, for messages
+	slab  []node // nodes are carved from chunks (up to 256 nodes each)
+	runes []rune // literals' runes likewise (see runeBuf)
+}
+
+// runeBuf returns an empty slice with room for n runes, carved from a shared
+// chunk (appending past n reallocates, leaving the chunk alone).
+func (p *parser) runeBuf(n int) []rune {
+	if n > 1024 {
+		return make([]rune, 0, n)
+	}
+	if cap(p.runes)-len(p.runes) < n {
+		p.runes = make([]rune, 0, min(max(2*cap(p.runes), 64), 4096))
+		if n > cap(p.runes) {
+			return make([]rune, 0, n)
+		}
+	}
+	k := len(p.runes)
+	p.runes = p.runes[:k+n]
+	return p.runes[k:k:k+n]
+}
+
+// node returns a new node holding n, from the parser's current chunk.
+func (p *parser) node(n node) *node {
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]node, 0, min(max(2*cap(p.slab), 16), 256)) // small grammars stay small
+	}
+	p.slab = append(p.slab, n)
+	return &p.slab[len(p.slab)-1]
 }
 
 // lineStarts returns the offsets at which each line of src starts.
@@ -343,9 +371,9 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 			n = cls
 		case c == '.':
 			p.pos++
-			n = &node{op: opClass, off: start, negated: true}
+			n = p.node(node{op: opClass, off: start, negated: true})
 		case isNameByte(c):
-			n = &node{op: opRef, off: start, name: p.parseName()}
+			n = p.node(node{op: opRef, off: start, name: p.parseName()})
 		case c == '(':
 			if p.depth >= maxDepth {
 				return nil, p.errorf(start, ErrTooLarge, "parentheses nested more than %d deep", maxDepth)
@@ -363,7 +391,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 					p.position(start), p.describe(p.pos))
 			}
 			p.pos++
-			n = &node{op: opGroup, off: start, alts: alts}
+			n = p.node(node{op: opGroup, off: start, alts: alts})
 		case c == '<' || c == '!':
 			tok, err := p.parseToken()
 			if err != nil {
@@ -394,7 +422,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 			if last.op == opLiteral && len(last.runes) == 0 {
 				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat, not an empty literal`, string(c))
 			}
-			seq[len(seq)-1] = &node{op: opRepeat, off: start, sub: last, min: min, max: max}
+			seq[len(seq)-1] = p.node(node{op: opRepeat, off: start, sub: last, min: min, max: max})
 			p.skipSpace(nested)
 			continue
 		default:
@@ -481,7 +509,7 @@ func (p *parser) parseLiteral() (*node, error) {
 	// short): one allocation for most literals.
 	var runes []rune
 	if n := strings.IndexByte(p.src[p.pos:], '"'); n > 0 {
-		runes = make([]rune, 0, n)
+		runes = p.runeBuf(n)
 	}
 	for {
 		if p.pos >= len(p.src) {
@@ -489,7 +517,7 @@ func (p *parser) parseLiteral() (*node, error) {
 		}
 		if p.src[p.pos] == '"' {
 			p.pos++
-			return &node{op: opLiteral, off: open, runes: runes}, nil
+			return p.node(node{op: opLiteral, off: open, runes: runes}), nil
 		}
 		r, err := p.parseChar()
 		if err != nil {
@@ -502,7 +530,7 @@ func (p *parser) parseLiteral() (*node, error) {
 func (p *parser) parseClass() (*node, error) {
 	open := p.pos
 	p.pos++
-	n := &node{op: opClass, off: open}
+	n := p.node(node{op: opClass, off: open})
 	if p.peek() == '^' {
 		n.negated = true
 		p.pos++
@@ -606,7 +634,7 @@ func (p *parser) parseHex(start, digits int) (rune, error) {
 // parseToken parses <[N]>, !<[N]>, <name> and !<name>.
 func (p *parser) parseToken() (*node, error) {
 	start := p.pos
-	n := &node{op: opToken, off: start, token: -1}
+	n := p.node(node{op: opToken, off: start, token: -1})
 	if p.peek() == '!' {
 		n.negated = true
 		p.pos++
