@@ -53,7 +53,7 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	if err != nil {
 		return "", nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
-	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, b: newBuilder()}
+	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, regions: map[string]*keyRegions{}, b: newBuilder()}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")
@@ -93,6 +93,7 @@ type conv struct {
 	// and keyExcept by its names ("keyExcept\x00" and the sorted names: no
 	// stringDFA key starts with "k").
 	strings map[string]string
+	regions map[string]*keyRegions // patternKV's key regions by patterns and names
 	// recursive is set when a $ref was reached while its target was being
 	// converted: only then can a rule fail to produce any finite text.
 	recursive bool

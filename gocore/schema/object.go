@@ -604,6 +604,90 @@ func (c *conv) keyExceptTrie(names []string, hint string) string {
 // maxPatternRegions bounds the patterns whose overlaps patternKV works out.
 const maxPatterns = 8
 
+// keyRegions are the regions of object keys that a set of patterns and named
+// properties make (see patternKV), worked out once per set however many objects
+// share it: the automata, the signatures that occur (which patterns a key
+// matches) and, per signature, the key grammar.
+type keyRegions struct {
+	why   error // the regions cannot be worked out
+	ds    []*dfa
+	nd    *dfa
+	order []int          // the signatures of unnamed keys that occur, ascending
+	keys  map[int]string // signature -> key grammar ("" for none), once written
+}
+
+func (kr *keyRegions) sigOf(states []int32) int {
+	k := len(kr.ds)
+	if s := states[k]; s >= 0 && kr.nd.states[s].accept {
+		return -1 // a named property
+	}
+	sig := 0
+	for i := 0; i < k; i++ {
+		if s := states[i]; s >= 0 && kr.ds[i].states[s].accept {
+			sig |= 1 << i
+		}
+	}
+	return sig
+}
+
+func (kr *keyRegions) all() []*dfa { return append(append([]*dfa(nil), kr.ds...), kr.nd) }
+
+func always([]int32) bool { return true }
+
+// keyRegionsOf returns the key regions of patterns and names (memoized).
+func (c *conv) keyRegionsOf(patterns, names []string) *keyRegions {
+	sorted := slices.Compact(slices.Sorted(slices.Values(names)))
+	mk := strings.Join(patterns, "\x00") + "\x01" + strings.Join(sorted, "\x00")
+	if kr, ok := c.regions[mk]; ok {
+		return kr
+	}
+	kr := &keyRegions{keys: map[int]string{}}
+	c.regions[mk] = kr
+	if len(patterns) > maxPatterns {
+		kr.why = fmt.Errorf("more than %d patterns", maxPatterns)
+		return kr
+	}
+	for _, p := range patterns {
+		d, err := patternDFA(p)
+		if err != nil {
+			kr.why = err
+			return kr
+		}
+		kr.ds = append(kr.ds, d.minimize())
+	}
+	kr.nd = namesDFA(names)
+	sigs := map[int]bool{}
+	if _, err := product(kr.all(), func(st []int32) bool { sigs[kr.sigOf(st)] = true; return false }, always, 0, -1); err != nil {
+		kr.why = err
+		return kr
+	}
+	for s := range sigs {
+		if s >= 0 {
+			kr.order = append(kr.order, s)
+		}
+	}
+	sort.Ints(kr.order)
+	return kr
+}
+
+// key returns the grammar of the quoted keys with signature sig ("" if none).
+func (kr *keyRegions) key(c *conv, sig int, hint string) (string, error) {
+	if k, ok := kr.keys[sig]; ok {
+		return k, nil
+	}
+	region, err := product(kr.all(), func(st []int32) bool { return kr.sigOf(st) == sig }, always, 0, -1)
+	if err != nil {
+		return "", err
+	}
+	k := ""
+	if !region.empty() {
+		rc := &regexConv{b: c.b, json: true}
+		k = seq(gbnf.QuoteLiteral(`"`), region.minimize().grammar(rc, hint+"-key"), gbnf.QuoteLiteral(`"`))
+	}
+	kr.keys[sig] = k
+	return k, nil
+}
+
 // patternKV writes the additional key-value pairs of an object with
 // patternProperties exactly: a key that matches the patterns in a set S (and
 // no other, and is not a named property) takes a value satisfying the schemas
@@ -614,45 +698,8 @@ const maxPatterns = 8
 // made one) and the patterns all have the same schema: the caller then uses
 // the narrower union of the patterns. Differing schemas are then refused.
 func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint string) (string, bool, error) {
-	k := len(patterns.keys)
-	var ds []*dfa
-	var why error
-	if k > maxPatterns {
-		why = fmt.Errorf("more than %d patterns", maxPatterns)
-	}
-	for _, p := range patterns.keys {
-		if why != nil {
-			break
-		}
-		d, err := patternDFA(p)
-		if err != nil {
-			why = err
-			break
-		}
-		ds = append(ds, d.minimize())
-	}
-	nd := namesDFA(names)
-	sigOf := func(states []int32) int {
-		if s := states[k]; s >= 0 && nd.states[s].accept {
-			return -1 // a named property
-		}
-		sig := 0
-		for i := 0; i < k; i++ {
-			if s := states[i]; s >= 0 && ds[i].states[s].accept {
-				sig |= 1 << i
-			}
-		}
-		return sig
-	}
-	always := func([]int32) bool { return true }
-	sigs := map[int]bool{}
-	if why == nil {
-		all := append(append([]*dfa(nil), ds...), nd)
-		if _, err := product(all, func(st []int32) bool { sigs[sigOf(st)] = true; return false }, always, 0, -1); err != nil {
-			why = err
-		}
-	}
-	if why != nil {
+	kr := c.keyRegionsOf(patterns.keys, names)
+	if why := kr.why; why != nil {
 		same := true
 		for _, p := range patterns.keys {
 			if !sameValue(patterns.vals[p], patterns.vals[patterns.keys[0]]) {
@@ -667,17 +714,9 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 		}
 		return "", false, nil
 	}
-	order := make([]int, 0, len(sigs))
-	for s := range sigs {
-		if s >= 0 {
-			order = append(order, s)
-		}
-	}
-	sort.Ints(order)
-	all := append(append([]*dfa(nil), ds...), nd)
 	ws := c.ws()
 	var alts []string
-	for _, sig := range order {
+	for _, sig := range kr.order {
 		var vs any
 		wptr := ptr + "/additionalProperties"
 		if sig == 0 {
@@ -696,12 +735,12 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 		if vs == false {
 			continue
 		}
-		region, err := product(all, func(st []int32) bool { return sigOf(st) == sig }, always, 0, -1)
+		key, err := kr.key(c, sig, hint)
 		if err != nil {
 			return "", false, err
 		}
-		if region.empty() {
-			continue
+		if key == "" {
+			continue // no key has exactly these patterns
 		}
 		v, err := c.visit(vs, wptr, hint+"-v")
 		if err != nil {
@@ -710,8 +749,6 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 			}
 			return "", false, err
 		}
-		rc := &regexConv{b: c.b, json: true}
-		key := seq(gbnf.QuoteLiteral(`"`), region.minimize().grammar(rc, hint+"-key"), gbnf.QuoteLiteral(`"`))
 		alts = append(alts, seq(key, ws, gbnf.QuoteLiteral(":"), ws, v))
 	}
 	if len(alts) == 0 {
