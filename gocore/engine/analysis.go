@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/bits"
 	"strings"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -427,9 +428,13 @@ func (gr *Grammar) computeFollow(nullable []bool) {
 	gr.followKinds = make([][2]uint64, n)
 	for r := range follow {
 		gr.follow[r] = follow[r]
-		for b := range 256 {
-			if follow[r].has(byte(b)) {
-				k := byteKind(byte(b))
+		if r > 0 && follow[r] == follow[r-1] { // neighbouring rules often share one
+			gr.followKinds[r] = gr.followKinds[r-1]
+			continue
+		}
+		for w, word := range follow[r] {
+			for ; word != 0; word &= word - 1 {
+				k := byteKind(byte(w*32 + bits.TrailingZeros32(word)))
 				gr.followKinds[r][k>>6] |= 1 << (k & 63)
 			}
 		}

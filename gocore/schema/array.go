@@ -78,7 +78,7 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		return "", c.unsatf("minItems", ptr, "minItems %d needs more items than the schema allows", minI)
 	}
 	ws := c.ws()
-	comma := seq(gbnf.QuoteLiteral(","), ws)
+	comma := seq(litComma, ws)
 	// tail(i): what may follow after i items have been written (i >= 1)
 	var tail func(i int) string
 	tail = func(i int) string {

@@ -293,14 +293,33 @@ func matchingParen(x string) int {
 }
 
 // seq joins the non-empty parts of a sequence; an empty sequence is "".
+// litComma and litColon are the GBNF literals "," and ":" (QuoteLiteral's text).
+const (
+	litComma = `","`
+	litColon = `":"`
+)
+
 func seq(xs ...string) string {
-	var parts []string
+	n, k, last := 0, 0, ""
 	for _, x := range xs {
 		if x != "" {
-			parts = append(parts, x)
+			n, k, last = n+len(x), k+1, x
 		}
 	}
-	return strings.Join(parts, " ")
+	if k <= 1 {
+		return last
+	}
+	var b strings.Builder // one allocation: the converter's most frequent join
+	b.Grow(n + k - 1)
+	for _, x := range xs {
+		if x != "" {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(x)
+		}
+	}
+	return b.String()
 }
 
 // repeat writes x{lo,hi} (hi < 0: unbounded) in its shortest GBNF form.

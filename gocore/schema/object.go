@@ -165,7 +165,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			}
 			return "", err
 		}
-		kvs = append(kvs, seq(gbnf.QuoteLiteral(jsonQuote(np.name)), ws, gbnf.QuoteLiteral(":"), ws, v))
+		kvs = append(kvs, seq(gbnf.QuoteLiteral(jsonQuote(np.name)), ws, litColon, ws, v))
 		vals = append(vals, v)
 		kept = append(kept, np)
 	}
@@ -212,7 +212,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			break
 		}
 		key := c.named(hint+"-pkey", alt(keyAlts))
-		addKV = seq(key, ws, gbnf.QuoteLiteral(":"), ws, v)
+		addKV = seq(key, ws, litColon, ws, v)
 	case addl == false:
 	default:
 		var key string
@@ -246,7 +246,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 			}
 			break
 		}
-		addKV = seq(key, ws, gbnf.QuoteLiteral(":"), ws, v)
+		addKV = seq(key, ws, litColon, ws, v)
 	}
 
 	// counts
@@ -384,12 +384,12 @@ func (ob *objBuilder) skip(b, n int) (string, bool) {
 					continue
 				}
 				texts = append(texts, jsonQuote(ob.named[j].name))
-				conts = append(conts, seq(ws, gbnf.QuoteLiteral(":"), ws, ob.vals[j], ws, after))
+				conts = append(conts, seq(ws, litColon, ws, ob.vals[j], ws, after))
 			}
 			if len(texts) > 0 {
 				sep := ""
 				if n > 0 {
-					sep = seq(gbnf.QuoteLiteral(","), ws)
+					sep = seq(litComma, ws)
 				}
 				alts = append(alts, seq(sep, ob.c.trie(texts, conts, ob.hint+"-b")))
 			}
@@ -429,7 +429,7 @@ func (ob *objBuilder) state(i, n int) (string, bool) {
 
 func (ob *objBuilder) build(i, n int) (string, bool) {
 	ws := ob.c.ws()
-	comma := seq(gbnf.QuoteLiteral(","), ws)
+	comma := seq(litComma, ws)
 	if i == len(ob.named) {
 		lo := max(0, ob.minP-n)
 		hi := -1
@@ -749,7 +749,7 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 			}
 			return "", false, err
 		}
-		alts = append(alts, seq(key, ws, gbnf.QuoteLiteral(":"), ws, v))
+		alts = append(alts, seq(key, ws, litColon, ws, v))
 	}
 	if len(alts) == 0 {
 		return "", true, nil

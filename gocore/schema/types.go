@@ -550,7 +550,7 @@ func (c *conv) literal(v any) string {
 		parts := []string{gbnf.QuoteLiteral("["), c.ws()}
 		for i, x := range v {
 			if i > 0 {
-				parts = append(parts, gbnf.QuoteLiteral(","), c.ws())
+				parts = append(parts, litComma, c.ws())
 			}
 			parts = append(parts, c.literal(x), c.ws())
 		}
@@ -563,9 +563,9 @@ func (c *conv) literal(v any) string {
 		parts := []string{gbnf.QuoteLiteral("{"), c.ws()}
 		for i, k := range v.keys {
 			if i > 0 {
-				parts = append(parts, gbnf.QuoteLiteral(","), c.ws())
+				parts = append(parts, litComma, c.ws())
 			}
-			parts = append(parts, gbnf.QuoteLiteral(jsonQuote(k)), c.ws(), gbnf.QuoteLiteral(":"), c.ws(), c.literal(v.vals[k]), c.ws())
+			parts = append(parts, gbnf.QuoteLiteral(jsonQuote(k)), c.ws(), litColon, c.ws(), c.literal(v.vals[k]), c.ws())
 		}
 		parts = append(parts, gbnf.QuoteLiteral("}"))
 		return "(" + seq(parts...) + ")"
