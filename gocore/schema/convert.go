@@ -90,8 +90,9 @@ type conv struct {
 	refErrs map[string]error  // JSON pointer of a $ref target that failed -> why
 	// strings memoizes stringDFA by its inputs (one automaton per distinct set of
 	// patterns, excluded strings and length limits, however many places use it)
-	// and keyExcept by its names ("keyExcept\x00" and the sorted names: no
-	// stringDFA key starts with "k").
+	// and keyExcept by its names ("keyExcept\x00" and the sorted names) and its
+	// key characters by the characters excluded ("kother\x00" and the runes); no
+	// stringDFA key starts with "k".
 	strings map[string]string
 	regions map[string]*keyRegions // patternKV's key regions by patterns and names
 	// recursive is set when a $ref was reached while its target was being

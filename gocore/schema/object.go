@@ -566,39 +566,53 @@ func (c *conv) keyExceptTrie(names []string, hint string) string {
 		for r := range n.kids {
 			runes = append(runes, r)
 		}
-		sort.Slice(runes, func(i, j int) bool { return runes[i] < runes[j] })
-		var plain []rng
-		specials := map[rune]bool{}
+		slices.Sort(runes)
 		for _, r := range runes {
 			alts = append(alts, seq(group(jsonRuneExpr(r)), write(n.kids[r])))
-			if isJSONSpecial(r) {
-				specials[r] = true
-			} else {
-				plain = append(plain, rng{Lo: r, Hi: r})
-			}
 		}
-		// any other character, then anything
-		excl := gbnf.NormalizeRanges(append(plain, jsonSpecialRanges...))
-		var other []string
-		other = append(other, gbnf.FormatClass(subRanges(excl, surrogates), true))
-		if len(specials) == 0 {
-			other = append(other, primRef(c.b, "kesc"))
-		} else {
-			for r := rune(0); r < 0x20; r++ {
-				if !specials[r] {
-					other = append(other, jsonRuneExpr(r))
-				}
-			}
-			for _, r := range []rune{'"', '\\'} {
-				if !specials[r] {
-					other = append(other, jsonRuneExpr(r))
-				}
-			}
+		// any other character, then anything (one expression per set of
+		// next characters: sets repeat across the trie and across objects)
+		ok := "kother\x00" + string(runes)
+		other, done := c.strings[ok]
+		if !done {
+			other = c.keyOther(runes)
+			c.strings[ok] = other
 		}
-		alts = append(alts, seq("("+alt(other)+")", krest))
+		alts = append(alts, seq(other, krest))
 		return c.b.rule("k", alt(alts))
 	}
 	return seq(gbnf.QuoteLiteral(`"`), write(root))
+}
+
+// keyOther is the expression of a key character that is none of runes (a
+// character, or an escape, that no name continues with).
+func (c *conv) keyOther(runes []rune) string {
+	var plain []rng
+	specials := map[rune]bool{}
+	for _, r := range runes {
+		if isJSONSpecial(r) {
+			specials[r] = true
+		} else {
+			plain = append(plain, rng{Lo: r, Hi: r})
+		}
+	}
+	excl := gbnf.NormalizeRanges(append(plain, jsonSpecialRanges...))
+	other := []string{gbnf.FormatClass(subRanges(excl, surrogates), true)}
+	if len(specials) == 0 {
+		other = append(other, primRef(c.b, "kesc"))
+	} else {
+		for r := rune(0); r < 0x20; r++ {
+			if !specials[r] {
+				other = append(other, jsonRuneExpr(r))
+			}
+		}
+		for _, r := range []rune{'"', '\\'} {
+			if !specials[r] {
+				other = append(other, jsonRuneExpr(r))
+			}
+		}
+	}
+	return "(" + alt(other) + ")"
 }
 
 // maxPatternRegions bounds the patterns whose overlaps patternKV works out.
