@@ -123,40 +123,32 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 			}
 		}
 	} else {
-		idx := make([]int, len(groups))
-		for {
-			m := base
-			dead := false
-			for gi := range groups {
-				b := merged[gi][idx[gi]]
-				if b == nil {
-					dead = true
-					break
-				}
-				var err error
-				if m, err = c.merge(m, b, groups[gi].ptr); err != nil {
-					return "", err
-				}
-			}
-			if !dead {
+		// Every combination (one branch per group, the last group varying
+		// fastest) is base merged with its branches from the first group on;
+		// a combination shares its merged prefix with its neighbours, so each
+		// prefix is merged once (merge leaves its inputs alone).
+		var walk func(gi int, m *object) error
+		walk = func(gi int, m *object) error {
+			if gi == len(groups) {
 				x, err := c.visitFlat(m, ptr, hint+"-"+strconv.Itoa(len(alts)))
-				if err := add(x, err); err != nil {
-					return "", err
+				return add(x, err)
+			}
+			for _, b := range merged[gi] {
+				if b == nil {
+					continue // an unsatisfiable branch
+				}
+				next, err := c.merge(m, b, groups[gi].ptr)
+				if err != nil {
+					return err
+				}
+				if err := walk(gi+1, next); err != nil {
+					return err
 				}
 			}
-			// next combination
-			gi := len(groups) - 1
-			for gi >= 0 {
-				idx[gi]++
-				if idx[gi] < len(groups[gi].branches) {
-					break
-				}
-				idx[gi] = 0
-				gi--
-			}
-			if gi < 0 {
-				break
-			}
+			return nil
+		}
+		if err := walk(0, base); err != nil {
+			return "", err
 		}
 	}
 	if len(alts) == 0 {
