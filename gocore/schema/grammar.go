@@ -18,10 +18,13 @@ type builder struct {
 	size   int             // bytes of rule bodies so far
 	cfg    config
 	next   map[string]int // last suffix used per base name
+	// classes memoizes regexConv.classExpr by its ranges (automata repeat
+	// their edge classes from state to state and automaton to automaton)
+	classes map[string]string
 }
 
 func newBuilder() *builder {
-	b := &builder{rules: map[string]string{}, byBody: map[string]string{}, used: map[string]bool{}, next: map[string]int{}}
+	b := &builder{rules: map[string]string{}, byBody: map[string]string{}, used: map[string]bool{}, next: map[string]int{}, classes: map[string]string{}}
 	for n := range primBodies {
 		b.used[n] = true
 	}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"fmt"
 	"regexp/syntax"
 	"strings"
@@ -298,6 +299,23 @@ var surrogates = []rng{{Lo: 0xD800, Hi: 0xDFFF}}
 // classExpr writes a set of code points: in raw mode one class; in json mode the
 // unescaped part as a class plus each character that JSON must escape, escaped.
 func (rc *regexConv) classExpr(rs []rng) string {
+	key := make([]byte, 1, 1+8*len(rs))
+	if rc.json {
+		key[0] = 1
+	}
+	for _, r := range rs {
+		key = binary.LittleEndian.AppendUint32(key, uint32(r.Lo))
+		key = binary.LittleEndian.AppendUint32(key, uint32(r.Hi))
+	}
+	if x, ok := rc.b.classes[string(key)]; ok {
+		return x
+	}
+	x := rc.classText(rs)
+	rc.b.classes[string(key)] = x
+	return x
+}
+
+func (rc *regexConv) classText(rs []rng) string {
 	rs = subRanges(rs, surrogates)
 	if len(rs) == 0 {
 		return noMatch
