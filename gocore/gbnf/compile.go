@@ -372,6 +372,9 @@ func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
 // room reallocates, leaving the chunk alone). Chunks double from small, so a
 // small grammar allocates little, and a large one one chunk per 4,096.
 func (c *compiler) elemBuf(n int) Sequence {
+	if n == 0 {
+		return Sequence{} // empty, never nil: an empty alternative is Sequence{} everywhere
+	}
 	if cap(c.slab)-len(c.slab) < n {
 		c.slab = make(Sequence, 0, min(max(2*cap(c.slab), 16), 4096))
 		if n > cap(c.slab) {
@@ -384,6 +387,9 @@ func (c *compiler) elemBuf(n int) Sequence {
 }
 
 func (c *compiler) rangeBuf(n int) []Range {
+	if n == 0 {
+		return []Range{}
+	}
 	if cap(c.ranges)-len(c.ranges) < n {
 		c.ranges = make([]Range, 0, min(max(2*cap(c.ranges), 16), 4096))
 		if n > cap(c.ranges) {
