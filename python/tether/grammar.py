@@ -14,11 +14,14 @@ from typing import Any
 import numpy as np
 
 from ._errors import GrammarError, SchemaError, TetherError, TokenizerError
-from ._native_call import call, native, translate
+from ._native_call import call, fast, native, translate
 from .bitmask import _bind
 
-# The one-call step (accept a token, fill a bitmask row), bound once: it is the per-token path.
-_accept_fill = native.bindings_MatcherAcceptFillBitmask
+# The per-token calls (accept a token and/or fill a bitmask row), bound once: they go
+# through the extension's METH_FASTCALL entry points (bindings/_fastpath), not gopy's.
+_accept_fill = fast.accept_fill
+_fill_count = fast.fill_count
+_accept_token = fast.accept_token
 
 #: The default of ``whitespace`` in every entry point (processors,
 #: :func:`json_schema_to_gbnf`, ``tether gbnf``): JSON's own whitespace rule is
@@ -382,7 +385,7 @@ class Matcher:
         tid = _token_id(token_id, "token_id")
         if self._steps and self._steps[-1]:
             raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
-        call(native.bindings_MatcherAcceptToken, self._handle, tid, error=GrammarError)
+        call(_accept_token, self._handle, tid, error=GrammarError)
         self._steps.append(tid in self.grammar.vocab._eog_set)
 
     def accept_text(self, text: str) -> None:
@@ -474,9 +477,9 @@ class Matcher:
                 raise translate(exc, _accept_fill, TetherError) from None
             return None
         try:
-            return native.bindings_MatcherFillBitmask(self._handle, b[1], b[2], b[3], index)
+            return _fill_count(self._handle, b[1], b[2], b[3], index)
         except (RuntimeError, ValueError, OverflowError) as exc:
-            raise translate(exc, native.bindings_MatcherFillBitmask, TetherError) from None
+            raise translate(exc, _fill_count, TetherError) from None
 
     def accept_and_fill(self, token_id: int, bitmask: Any, index: int = 0) -> None:
         """One decoding step in one call into the Go core: accept ``token_id`` (the token
