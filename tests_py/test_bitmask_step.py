@@ -177,3 +177,51 @@ def test_fastcall_fill_from_two_threads() -> None:
         t.join(timeout=120)
     assert not any(t.is_alive() for t in ts)
     assert not errors, errors
+
+
+def test_numpy_fast_path_checks_the_array_every_call() -> None:
+    """numpy bitmasks are checked inside the native call (accept_fill_array): a read-only,
+    strided, wrong-dtype, empty or resized array and a bad index each get the checked
+    path's error and nothing is written or accepted; a 1-D array is one row."""
+    tok = tokenizer_for("llama3")
+    words = (len(tok) + 31) // 32
+    g = tether.Grammar('root ::= "yes" | "no"', tok)
+    m = g.matcher()
+    want = list(g.matcher().allowed_token_ids())
+    yes = tok.convert_tokens_to_ids("yes")
+
+    ro = np.full((1, words), -1, dtype=np.int32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        m.fill_next_token_bitmask(ro)
+    with pytest.raises(ValueError, match="read-only"):
+        m.accept_and_fill(yes, ro)
+    assert not m.is_terminated() and list(m.allowed_token_ids()) == want  # nothing accepted
+    strided = np.zeros((2, words), dtype=np.int32)[:, ::2]
+    with pytest.raises(ValueError, match="contiguous"):
+        m.fill_next_token_bitmask(strided)
+    with pytest.raises(TypeError, match="int32"):
+        m.accept_and_fill(yes, np.zeros((1, words), dtype=np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        m.fill_next_token_bitmask(np.zeros((0, words), dtype=np.int32))
+    with pytest.raises(ValueError, match=">= 0"):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=np.int32), -1)
+    with pytest.raises(IndexError, match="index 1 outside"):
+        m.accept_and_fill(yes, np.zeros((1, words), dtype=np.int32), 1)
+    assert list(m.allowed_token_ids()) == want
+
+    row = np.full(words, -1, dtype=np.int32)  # 1-D: one row
+    m.fill_next_token_bitmask(row)
+    assert list(bits(row[None, :], 0, len(tok))) == want
+    u = np.zeros((1, words), dtype=np.uint32)
+    m.fill_next_token_bitmask(u)
+    assert list(bits(u.view(np.int32), 0, len(tok))) == want
+
+    a = np.zeros((1, words), dtype=np.int32)
+    m.fill_next_token_bitmask(a)
+    a.resize((3, words), refcheck=False)  # new memory: the next fill must use it
+    a[:] = 0
+    m.fill_next_token_bitmask(a, 2)
+    assert list(bits(a, 2, len(tok))) == want and not a[:2].any()
+    m.accept_and_fill(yes, a, 2)
+    assert m.can_end and set(bits(a, 2, len(tok))) == set(g.vocab.eog_token_ids)

@@ -57,6 +57,47 @@ static PyObject *fast_accept_fill(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+// accept_fill_array(handle, token, array, index) -> None: accept token (token < 0: none),
+// then fill row index of a numpy bitmask with the matcher's next tokens; the array checked here through the buffer protocol on every
+// call (so a reshaped or resized array is never written through a stale address; the
+// export also keeps numpy from reallocating it during the call). NotImplemented, with
+// nothing written, when the array is not a writable C-contiguous 1-D or 2-D int32/uint32
+// buffer or index is not one of its rows: the caller's checked path then says why.
+static PyObject *fast_accept_fill_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long h, token, index;
+    if (want_args("accept_fill_array", nargs, 4) || arg_ll(args[0], &h) || arg_ll(args[1], &token) ||
+        arg_ll(args[3], &index))
+        return NULL;
+    PyObject *arr = args[2];
+    if (!PyObject_CheckBuffer(arr)) Py_RETURN_NOTIMPLEMENTED;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const char *f = view.format;
+    long long rows = 0, words = 0;
+    if (view.ndim == 2) {
+        rows = view.shape[0], words = view.shape[1];
+    } else if (view.ndim == 1) {
+        rows = 1, words = view.shape[0];
+    }
+    int ok = view.itemsize == 4 && f != NULL && (f[0] == 'i' || f[0] == 'I') && f[1] == 0 &&
+             rows > 0 && words > 0 && index >= 0 && index < rows;
+    if (!ok) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    char *err = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tether_fast_accept_fill(h, token, (unsigned long long)(uintptr_t)view.buf, rows, words, index, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (rc != 0) return go_error(err);
+    Py_RETURN_NONE;
+}
+
 // fill_count(handle, buf, rows, words, index) -> int
 static PyObject *fast_fill_count(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long h, rows, words, index, count = 0;
@@ -90,6 +131,8 @@ static PyObject *fast_accept_token(PyObject *self, PyObject *const *args, Py_ssi
 static PyMethodDef fast_methods[] = {
     {"accept_fill", (PyCFunction)(void (*)(void))fast_accept_fill, METH_FASTCALL,
      "accept_fill(handle, token, buf, rows, words, index): bindings.MatcherAcceptFillBitmask (token < 0: fill only)"},
+    {"accept_fill_array", (PyCFunction)(void (*)(void))fast_accept_fill_array, METH_FASTCALL,
+     "accept_fill_array(handle, token, array, index) -> None, or NotImplemented for an array it does not take"},
     {"fill_count", (PyCFunction)(void (*)(void))fast_fill_count, METH_FASTCALL,
      "fill_count(handle, buf, rows, words, index) -> int: bindings.MatcherFillBitmask"},
     {"accept_token", (PyCFunction)(void (*)(void))fast_accept_token, METH_FASTCALL,

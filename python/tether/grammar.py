@@ -21,6 +21,7 @@ from .bitmask import _bind
 # through the extension's METH_FASTCALL entry points (bindings/_fastpath), not gopy's.
 _accept_fill = fast.accept_fill
 _fill_count = fast.fill_count
+_accept_fill_array = fast.accept_fill_array
 _accept_token = fast.accept_token
 
 #: The default of ``whitespace`` in every entry point (processors,
@@ -455,9 +456,10 @@ class Matcher:
         Llama-3 row costs about 2 µs, as much as a typical mask, so it is not the
         default).
 
-        The array is checked on the first call; later calls with the same array (same
-        shape and address) go straight to the Go core, so a decoding loop that reuses its
-        bitmask pays about one native call per mask. See :meth:`accept_and_fill` for a
+        A numpy array is checked inside the one native call (shape, dtype, layout,
+        address, every call); a torch tensor is checked on the first call and later calls
+        with the same tensor (same shape and address) go straight to the Go core, so a
+        decoding loop pays about one native call per mask either way. See :meth:`accept_and_fill` for a
         whole step (accept the sampled token, fill the next row) in one call.
 
         >>> mask = tether.allocate_token_bitmask(1, len(tok))         # doctest: +SKIP
@@ -465,6 +467,14 @@ class Matcher:
         >>> m.fill_next_token_bitmask(mask, count=True)               # doctest: +SKIP
         10
         """
+        if type(bitmask) is np.ndarray and type(index) is int and not count:
+            # numpy: checked in C on every call, one call into the extension
+            try:
+                if _accept_fill_array(self._handle, -1, bitmask, index) is None:
+                    return None
+            except (RuntimeError, ValueError, OverflowError) as exc:
+                raise translate(exc, _accept_fill_array, TetherError) from None
+            # NotImplemented: an array the fast path does not take; the checks below say why
         b = self._bound  # _still_bound, inlined: this is the per-token path
         if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
             b = self._bound = _bind(bitmask)
@@ -506,6 +516,14 @@ class Matcher:
         tid = token_id if type(token_id) is int and token_id >= 0 else _token_id(token_id, "token_id")
         if self._steps and self._steps[-1]:
             raise GrammarError(f"token {tid} after the end-of-generation token that terminated the matcher")
+        if type(bitmask) is np.ndarray and type(index) is int:
+            try:
+                done = _accept_fill_array(self._handle, tid, bitmask, index) is None
+            except (RuntimeError, ValueError, OverflowError) as exc:
+                raise translate(exc, _accept_fill_array, GrammarError) from None
+            if done:
+                self._steps.append(tid in self.grammar.vocab._eog_set)
+                return
         b = self._bound
         if b is None or b[0] is not bitmask or bitmask.shape != b[4] or (b[5] and bitmask.data_ptr() != b[1]):
             b = self._bound = _bind(bitmask)
