@@ -130,6 +130,18 @@ func compileGrammar(vocabHandle int64, src, root, triggersJSON, dialect string, 
 	return grammars.add(g), nil
 }
 
+// GrammarSource returns the grammar text a compiled grammar was made from (for a
+// grammar from GrammarFromSchema, the GBNF its schema converted to).
+func GrammarSource(h int64) (string, error) {
+	return safecall.Do("GrammarSource", func() (string, error) {
+		g, err := grammars.get(h)
+		if err != nil {
+			return "", err
+		}
+		return g.Spec.Src, nil
+	})
+}
+
 // GrammarClose releases a compiled grammar (matchers made from it keep working).
 func GrammarClose(h int64) (bool, error) {
 	return safecall.Do("GrammarClose", func() (bool, error) {

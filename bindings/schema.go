@@ -7,6 +7,7 @@ import (
 
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/schema"
+	"github.com/tetherlm/tether/gocore/session"
 )
 
 // schemaOptions is the JSON form of the converter's options that python/tether sends.
@@ -29,21 +30,59 @@ func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
 		if err != nil {
 			return "", schemaError(err)
 		}
-		type ign struct {
-			Keyword string `json:"keyword"`
-			Pointer string `json:"pointer"`
-			Reason  string `json:"reason"`
-		}
-		out := struct {
-			Grammar string `json:"grammar"`
-			Ignored []ign  `json:"ignored"`
-		}{Grammar: g, Ignored: []ign{}}
-		for _, i := range ignored {
-			out.Ignored = append(out.Ignored, ign{i.Keyword, i.Pointer, i.Reason})
-		}
-		b, err := json.Marshal(out)
+		b, err := json.Marshal(struct {
+			Grammar string       `json:"grammar"`
+			Ignored []ignoredKey `json:"ignored"`
+		}{g, ignoredKeys(ignored)})
 		return string(b), err
 	})
+}
+
+// GrammarFromSchema converts a JSON Schema (JSON text; optionsJSON as SchemaToGBNF's)
+// and compiles the grammar for a vocabulary in one call: the grammar is parsed once and
+// its text stays in Go (GrammarSource returns it). maxStacks is GrammarCompile's.
+// It returns {"handle": h, "ignored": [{"keyword", "pointer", "reason"}]}.
+func GrammarFromSchema(vocabHandle int64, schemaJSON, optionsJSON string, maxStacks int) (string, error) {
+	return safecall.Do("GrammarFromSchema", func() (string, error) {
+		v, err := vocabs.get(vocabHandle)
+		if err != nil {
+			return "", err
+		}
+		if maxStacks < 0 {
+			return "", fmt.Errorf("max_stacks: %d is negative", maxStacks)
+		}
+		opts, err := parseSchemaOptions(optionsJSON)
+		if err != nil {
+			return "", err
+		}
+		pg, text, ignored, err := schema.Grammar([]byte(schemaJSON), opts...)
+		if err != nil {
+			return "", schemaError(err)
+		}
+		g, err := session.Compile(v, session.Spec{Src: text, MaxStacks: maxStacks}, pg)
+		if err != nil {
+			return "", grammarError(err)
+		}
+		b, err := json.Marshal(struct {
+			Handle  int64        `json:"handle"`
+			Ignored []ignoredKey `json:"ignored"`
+		}{grammars.add(g), ignoredKeys(ignored)})
+		return string(b), err
+	})
+}
+
+type ignoredKey struct {
+	Keyword string `json:"keyword"`
+	Pointer string `json:"pointer"`
+	Reason  string `json:"reason"`
+}
+
+func ignoredKeys(ignored []schema.Ignored) []ignoredKey {
+	out := []ignoredKey{}
+	for _, i := range ignored {
+		out = append(out, ignoredKey{i.Keyword, i.Pointer, i.Reason})
+	}
+	return out
 }
 
 // parseSchemaOptions reads the converter options python/tether sends ("" for the defaults).

@@ -17,7 +17,7 @@ A schema passes for an engine when it compiled and every instance was judged rig
 
 - ``tether-go``: tether's engine timed inside Go (one binding call per schema runs the whole
   walk, ``bindings.BenchSchema``): what a Go program pays;
-- ``tether-py``: tether's public Python API (``json_schema_to_gbnf``, ``Grammar``,
+- ``tether-py``: tether's public Python API (``Grammar.from_json_schema``,
   ``Matcher.fill_next_token_bitmask`` into an int32 numpy row, ``accept_token``), each call
   timed from Python: what a Python decoding loop pays;
 - ``llguidance``: ``LLMatcher.grammar_from_json_schema`` + ``LLMatcher``, masks by
@@ -225,8 +225,7 @@ class TetherPy:
         clock = time.perf_counter_ns
         t0 = clock()
         try:
-            gbnf, _ = t.json_schema_to_gbnf(case.schema, whitespace="flexible")
-            g = t.Grammar(gbnf, self.vocab)
+            g = t.Grammar.from_json_schema(case.schema, self.vocab, whitespace="flexible")
             g.matcher().fill_next_token_bitmask(mask)
         except t.TetherError as e:
             return Result(error=str(e))

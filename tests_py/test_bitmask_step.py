@@ -225,3 +225,38 @@ def test_numpy_fast_path_checks_the_array_every_call() -> None:
     assert list(bits(a, 2, len(tok))) == want and not a[:2].any()
     m.accept_and_fill(yes, a, 2)
     assert m.can_end and set(bits(a, 2, len(tok))) == set(g.vocab.eog_token_ids)
+
+
+def test_grammar_from_json_schema_equals_the_two_step_path() -> None:
+    """Grammar.from_json_schema (convert and compile in one call, the grammar parsed once)
+    gives the grammar json_schema_to_gbnf + Grammar give: same text, same masks along
+    dev-split instances; its errors and ignored keywords are the two-step path's."""
+    import json
+
+    tok = tokenizer_for("llama3")
+    for name, schema, data in dev_sample(3):
+        one = tether.Grammar.from_json_schema(schema, tok, whitespace="flexible")
+        text, ignored = tether.json_schema_to_gbnf(schema, whitespace="flexible")
+        two = tether.Grammar(text, tok)
+        assert one.gbnf == text and one.ignored == ignored == [], name
+        a, b = one.matcher(), two.matcher()
+        for step, t in enumerate(tok.encode(json.dumps(data), add_special_tokens=False)):
+            assert np.array_equal(a.allowed_token_ids(), b.allowed_token_ids()), (name, step)
+            a.accept_token(t)
+            b.accept_token(t)
+        assert a.can_end and b.can_end, name
+
+    lenient = {"type": "array", "uniqueItems": True}
+    g = tether.Grammar.from_json_schema(lenient, tok, lenient=True)
+    assert g.ignored == tether.json_schema_to_gbnf(lenient, lenient=True)[1] != []
+    with pytest.raises(tether.SchemaError) as e:
+        tether.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "nope"}}}, tok)
+    assert e.value.pointer == "/properties/a"
+    with pytest.raises(tether.SchemaError):
+        tether.Grammar.from_json_schema("{not json", tok)
+    with pytest.raises(ValueError, match="whitespace"):
+        tether.Grammar.from_json_schema({}, tok, whitespace="wide")
+    with pytest.raises(ValueError, match="max_stacks"):
+        tether.Grammar.from_json_schema({}, tok, max_stacks=0)
+    with pytest.raises(TypeError):
+        tether.Grammar.from_json_schema({}, "not a tokenizer")

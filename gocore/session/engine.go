@@ -110,7 +110,11 @@ func (g *Grammar) NewMatcher() EngineMatcher {
 // the engine's warm per-position token caches instead of paying for cold masks again.
 // Parse errors are *gbnf.Error, compile errors *engine.CompileError, a limit hit at the
 // start state an *engine.LimitError.
-func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
+//
+// parsed, when given, is spec.Src already parsed (with spec.Root as its root, e.g. by
+// schema.Grammar), so the text is not parsed a second time; a grammar found in the
+// cache is returned without looking at it.
+func Compile(v engine.Vocabulary, spec Spec, parsed ...*gbnf.Grammar) (*Grammar, error) {
 	switch spec.Dialect {
 	case "", "gbnf":
 		spec.Dialect = "gbnf"
@@ -136,13 +140,18 @@ func Compile(v engine.Vocabulary, spec Spec) (*Grammar, error) {
 	if g := compiled.get(key); g != nil {
 		return g, nil
 	}
-	parse := gbnf.Parse
-	if spec.Dialect == "bnf" {
-		parse = gbnf.ParseBNF
-	}
-	pg, err := parse(spec.Src, gbnf.WithRoot(spec.Root))
-	if err != nil {
-		return nil, err
+	var pg *gbnf.Grammar
+	if len(parsed) > 0 && parsed[0] != nil {
+		pg = parsed[0]
+	} else {
+		parse := gbnf.Parse
+		if spec.Dialect == "bnf" {
+			parse = gbnf.ParseBNF
+		}
+		var err error
+		if pg, err = parse(spec.Src, gbnf.WithRoot(spec.Root)); err != nil {
+			return nil, err
+		}
 	}
 	opts := []engine.Option{engine.WithMaxStacks(spec.MaxStacks)}
 	if spec.Triggers != nil {
