@@ -30,11 +30,15 @@ type CPU struct {
 	scratch []cpuScratch // per worker
 	h       []float32    // normalized rows for the fused products
 	xtail   []float32    // the last n%6 rows of a product's input, zero-padded to 6
+	bf16    bool         // WithBF16Products: multiply bf16 weights by bf16 inputs (prefill)
+	x16     []uint16     // a product's input rounded to bf16, rows of kpad (bf16 math)
+	xtail16 []uint16     // its last n%6 rows, zero-padded to 6
 }
 
 // cpuScratch is one worker's buffers.
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
+	pbuf, pbuf2 []uint16  // a bf16 panel as pairs (prefill with bf16 math)
 	tile, tile2 [gemmRows * panelW]float32
 	scores      []float32 // attention scores
 	q           []float32 // a query head scaled by 1/√headDim
@@ -46,6 +50,19 @@ type CPUOption func(*CPU)
 // WithPortableKernels makes the engine use the portable Go kernels even where the
 // AVX2/FMA assembly could run (to test them, or to compare).
 func WithPortableKernels() CPUOption { return func(c *CPU) { c.kern = goKernels } }
+
+// WithBF16Products makes products of bf16 weights by several tokens at once (prefill)
+// round their inputs to bf16 and multiply in bf16 pairs with float32 sums, as PyTorch
+// does for a bf16 model, on CPUs with AVX512-BF16 (twice the multiply-adds per
+// instruction of float32 FMA); elsewhere, and for one token (decode, bound by memory,
+// not arithmetic), products stay exact: bf16 weights times float32 inputs. Results
+// then differ from the float32 computation by bf16's rounding of the inputs (about
+// 3 significant digits), the same order as PyTorch's bf16 results do. With
+// WithPortableKernels the Go kernels compute the same bf16 math (slowly; for tests).
+func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
+
+// bf16Math reports whether products of bf16 weights by several tokens use bf16 math.
+func (c *CPU) bf16Math() bool { return c.bf16 && c.kern.gemm6x16BF16 != nil }
 
 // NewCPU returns a CPU engine using threads workers (<= 0: GOMAXPROCS). Its worker
 // goroutines live until Close.
@@ -70,6 +87,9 @@ func (c *CPU) Threads() int { return c.threads }
 
 // Name describes the engine.
 func (c *CPU) Name() string {
+	if c.bf16Math() {
+		return fmt.Sprintf("cpu (%d threads, %s, bf16 math)", c.threads, c.kern.name)
+	}
 	return fmt.Sprintf("cpu (%d threads, %s)", c.threads, c.kern.name)
 }
 
@@ -187,6 +207,15 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 		clear(c.xtail)
 		copy(c.xtail, xs[(n-r)*cols:n*cols])
 	}
+	var x16 bf16Input
+	if n > 1 && c.bf16Math() {
+		for i := range items {
+			if items[i].w.bf != nil {
+				x16 = c.bf16Input(xs, n, cols)
+				break
+			}
+		}
+	}
 	c.pool.run(units, work, func(worker, lo, hi int) {
 		s := &c.scratch[worker]
 		it, base := 0, 0
@@ -195,9 +224,90 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 				base += items[it].w.panels()
 				it++
 			}
-			c.panel(s, xs, n, &items[it], u-base)
+			if x16.rows != nil && items[it].w.bf != nil && (items[it].up == nil || items[it].up.bf != nil) {
+				c.panelBF16(s, x16, n, &items[it], u-base)
+			} else {
+				c.panel(s, xs, n, &items[it], u-base)
+			}
 		}
 	})
+}
+
+// bf16Input is a product's input rounded to bf16 for bf16 math: n rows of kpad (the
+// row length rounded up to even, zero-padded), and the last n%6 rows again, zero-padded
+// to six rows (nil when n%6 == 0).
+type bf16Input struct {
+	rows, tail []uint16
+	kpad       int
+}
+
+// bf16Input rounds the n rows of xs (cols each) to bf16.
+func (c *CPU) bf16Input(xs []float32, n, cols int) bf16Input {
+	kpad := (cols + 1) &^ 1
+	c.x16 = growU16(c.x16, n*kpad)
+	in := bf16Input{rows: c.x16[:n*kpad], kpad: kpad}
+	for t := 0; t < n; t++ {
+		row := in.rows[t*kpad : (t+1)*kpad]
+		c.kern.toBF16(row[:cols], xs[t*cols:(t+1)*cols])
+		clear(row[cols:])
+	}
+	if r := n % gemmRows; r != 0 {
+		c.xtail16 = growU16(c.xtail16, gemmRows*kpad)
+		in.tail = c.xtail16[:gemmRows*kpad]
+		clear(in.tail)
+		copy(in.tail, in.rows[(n-r)*kpad:])
+	}
+	return in
+}
+
+func growU16(b []uint16, n int) []uint16 {
+	if cap(b) < n {
+		return make([]uint16, n)
+	}
+	return b[:n]
+}
+
+// panelBF16 is panel for a bf16 weight with bf16 math: the panel (and up's) is turned
+// into pairs once, then multiplied by six tokens at a time.
+func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int) {
+	w := it.w
+	k := w.cols
+	kp := (k + 1) / 2
+	o0 := p * panelW
+	width := min(panelW, w.rows-o0)
+	s.pbuf = growU16(s.pbuf, kp*2*panelW)
+	c.kern.pairBF16(s.pbuf, w.bf[p*k*panelW:(p+1)*k*panelW], k)
+	var up []uint16
+	if it.up != nil {
+		s.pbuf2 = growU16(s.pbuf2, kp*2*panelW)
+		c.kern.pairBF16(s.pbuf2, it.up.bf[p*k*panelW:(p+1)*k*panelW], k)
+		up = s.pbuf2
+	}
+	for b := 0; b < n; b += gemmRows {
+		xb := in.rows[b*in.kpad:]
+		if b+gemmRows > n {
+			xb = in.tail
+		}
+		c.kern.gemm6x16BF16(xb, in.kpad, s.pbuf, kp, &s.tile)
+		if up != nil {
+			c.kern.gemm6x16BF16(xb, in.kpad, up, kp, &s.tile2)
+		}
+		c.emitBlock(s, it, b, n, o0, width, up != nil)
+	}
+}
+
+// emitBlock stores the outputs of one block of up to six tokens (rows b..) of a panel
+// from s.tile (and s.tile2 for a SwiGLU item).
+func (c *CPU) emitBlock(s *cpuScratch, it *prodItem, b, n, o0, width int, swiglu bool) {
+	for t := 0; t < gemmRows && b+t < n; t++ {
+		g := s.tile[t*panelW : t*panelW+width]
+		if swiglu {
+			c.swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
+			c.emit(it, b+t, o0, g, nil)
+		} else {
+			c.emit(it, b+t, o0, g, it.bias)
+		}
+	}
 }
 
 // panel computes one panel (16 outputs) of an item for all n rows.
@@ -233,15 +343,7 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 		if up != nil {
 			c.kern.gemm6x16(xb, cols, up, cols, &s.tile2)
 		}
-		for t := 0; t < gemmRows && b+t < n; t++ {
-			g := s.tile[t*panelW : t*panelW+width]
-			if up != nil {
-				c.swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
-				c.emit(it, b+t, o0, g, nil)
-			} else {
-				c.emit(it, b+t, o0, g, it.bias)
-			}
-		}
+		c.emitBlock(s, it, b, n, o0, width, up != nil)
 	}
 }
 

@@ -28,6 +28,21 @@ type kernels struct {
 	gemvBF16 func(x []float32, w []uint16, k int, c []float32, panels int)
 	// widenBF16 writes dst[i] = the float32 of bf16 bits src[i] (len(dst) >= len(src)).
 	widenBF16 func(dst []float32, src []uint16)
+
+	// bf16 math (WithBF16Products): nil where the kernels have none.
+	//
+	// gemm6x16BF16 writes c[t*16+j] = Σ_{p<kp} x_t[2p]·w[p][j][0] + x_t[2p+1]·w[p][j][1]
+	// (t < 6, j < 16, kp >= 1), where row t of x (bf16, at x[t*ldx:]) and the panel of
+	// pairs w ([kp][16][2] bf16, see pairBF16) are multiplied exactly and summed in
+	// float32 as VDPBF16PS does: per pair the odd product, then the even one; pairs
+	// with even p and odd p in two sums added at the end.
+	gemm6x16BF16 func(x []uint16, ldx int, w []uint16, kp int, c *[gemmRows * panelW]float32)
+	// toBF16 writes dst[i] = src[i] rounded to bf16 (nearest, ties to even; subnormals
+	// become zeros of their sign; NaN stays NaN).
+	toBF16 func(dst []uint16, src []float32)
+	// pairBF16 turns a bf16 panel [k][16] into a panel of pairs [ceil(k/2)][16][2]:
+	// dst[p][j] = (src[2p][j], src[2p+1][j]), the missing row of an odd k zero.
+	pairBF16 func(dst, src []uint16, k int)
 	// exp sets x[i] = exp(x[i]) (float32 accuracy).
 	exp func(x []float32)
 	// expSum sets x[i] = exp(x[i]-shift) and returns Σ x[i] (softmax's numerators).
@@ -45,17 +60,20 @@ type kernels struct {
 }
 
 var goKernels = kernels{
-	name:        "go",
-	gemm6x16:    gemm6x16Go,
-	gemvF32:     gemvF32Go,
-	gemvBF16:    gemvBF16Go,
-	widenBF16:   widenBF16Go,
-	exp:         expGo,
-	expSum:      expSumGo,
-	siluMul:     SiLUMul,
-	axpy:        axpyGo,
-	scores:      scoresGo,
-	weightedSum: weightedSumGo,
+	name:         "go",
+	gemm6x16:     gemm6x16Go,
+	gemvF32:      gemvF32Go,
+	gemvBF16:     gemvBF16Go,
+	widenBF16:    widenBF16Go,
+	gemm6x16BF16: gemm6x16BF16Go,
+	toBF16:       toBF16Go,
+	pairBF16:     pairBF16Go,
+	exp:          expGo,
+	expSum:       expSumGo,
+	siluMul:      SiLUMul,
+	axpy:         axpyGo,
+	scores:       scoresGo,
+	weightedSum:  weightedSumGo,
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {
@@ -72,6 +90,67 @@ func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]
 		}
 	}
 	*c = acc
+}
+
+func gemm6x16BF16Go(x []uint16, ldx int, w []uint16, kp int, c *[gemmRows * panelW]float32) {
+	var acc [2][gemmRows * panelW]float32
+	w = w[:kp*2*panelW]
+	for p := 0; p < kp; p++ {
+		wr := (*[2 * panelW]uint16)(w[p*2*panelW:])
+		a := &acc[p&1]
+		for t := 0; t < gemmRows; t++ {
+			x0 := bf16Float(x[t*ldx+2*p])
+			x1 := bf16Float(x[t*ldx+2*p+1])
+			at := (*[panelW]float32)(a[t*panelW:])
+			for j := range at {
+				// each product is exact in float32 (8-bit significands); the sums round
+				at[j] += x1 * bf16Float(wr[2*j+1])
+				at[j] += x0 * bf16Float(wr[2*j])
+			}
+		}
+	}
+	for i := range c {
+		c[i] = acc[0][i] + acc[1][i]
+	}
+}
+
+func bf16Float(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// toBF16Bits is v rounded to bf16 (nearest, ties to even), subnormals flushed to a
+// zero of their sign, NaN kept a (quiet) NaN, as VCVTNEPS2BF16 does.
+func toBF16Bits(v float32) uint16 {
+	b := math.Float32bits(v)
+	switch {
+	case b&0x7f800000 == 0: // zero or subnormal
+		return uint16(b>>16) & 0x8000
+	case b&0x7fffffff > 0x7f800000: // NaN
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+func toBF16Go(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = toBF16Bits(v)
+	}
+}
+
+func pairBF16Go(dst, src []uint16, k int) {
+	kp := (k + 1) / 2
+	dst = dst[:kp*2*panelW]
+	src = src[:k*panelW]
+	for p := 0; p < kp; p++ {
+		for j := 0; j < panelW; j++ {
+			dst[(p*panelW+j)*2] = src[2*p*panelW+j]
+			if 2*p+1 < k {
+				dst[(p*panelW+j)*2+1] = src[(2*p+1)*panelW+j]
+			} else {
+				dst[(p*panelW+j)*2+1] = 0
+			}
+		}
+	}
 }
 
 func gemvF32Go(x, w []float32, k int, c []float32, panels int) {

@@ -19,7 +19,7 @@ func asmKernels() (kernels, bool) {
 	if !hasAVX2FMA {
 		return kernels{}, false
 	}
-	return kernels{
+	k := kernels{
 		name: "avx2+fma",
 		gemm6x16: func(x []float32, ldx int, w []float32, k int, c *[6 * panelW]float32) {
 			_ = x[5*ldx+k-1]
@@ -53,5 +53,7 @@ func asmKernels() (kernels, bool) {
 		axpy:        axpyAsm,
 		scores:      scoresAsm,
 		weightedSum: weightedSumAsm,
-	}, true
+	}
+	bf16Kernels(&k)
+	return k, true
 }

@@ -304,15 +304,20 @@ func TestBF16CheckpointMatchesWidenedF32(t *testing.T) {
 // BenchmarkPrefillGEMM is the gate/up product of a 128-token prefill on SmolLM-135M's
 // shape (x [128, 576] · w[1536, 576]ᵀ).
 func BenchmarkPrefillGEMM(b *testing.B) {
-	for _, dtype := range []string{"f32", "bf16"} {
+	for _, dtype := range []string{"f32", "bf16", "bf16-math"} {
 		b.Run(dtype, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
-			e := model.NewCPU(0)
+			var opts []model.CPUOption
+			if dtype == "bf16-math" {
+				opts = append(opts, model.WithBF16Products())
+			}
+			e := model.NewCPU(0, opts...)
 			defer e.Close()
+			b.Log(e.Name())
 			const n, rows, cols = 128, 1536, 576
 			var w model.Weight
 			var err error
-			if dtype == "bf16" {
+			if dtype != "f32" {
 				bits, _ := bf16Round(randSlice(r, rows*cols))
 				w, err = e.Upload("w", tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(bits)))
 			} else {

@@ -1,0 +1,69 @@
+package model
+
+import "unsafe"
+
+//go:generate python3 bf16_amd64_gen.py
+
+//go:noescape
+func gemm6x16BF16AVX512(x *uint16, ldx int, w *uint16, kp int, c *float32)
+
+//go:noescape
+func toBF16AVX512(dst *uint16, src *float32, n int)
+
+//go:noescape
+func pairBF16AVX2(dst *uint16, src *uint16, kp int)
+
+// hasAVX512BF16 reports whether the CPU and OS support AVX-512 (F, with ZMM and opmask
+// state saved by the OS) and its BF16 extension (VDPBF16PS, VCVTNEPS2BF16).
+var hasAVX512BF16 = func() bool {
+	if !hasAVX2FMA {
+		return false
+	}
+	if lo, _ := xgetbv0(); lo&0xe6 != 0xe6 { // XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM
+		return false
+	}
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	if b7&(1<<16) == 0 { // AVX512F
+		return false
+	}
+	a71, _, _, _ := cpuid(7, 1)
+	return a71&(1<<5) != 0 // AVX512_BF16
+}()
+
+// bf16Kernels sets k's bf16-math kernels to the AVX512-BF16 assembly where the CPU has
+// it, else leaves them nil (WithBF16Products then has no effect).
+func bf16Kernels(k *kernels) {
+	if !hasAVX512BF16 {
+		k.gemm6x16BF16, k.toBF16, k.pairBF16 = nil, nil, nil
+		return
+	}
+	k.gemm6x16BF16 = func(x []uint16, ldx int, w []uint16, kp int, c *[gemmRows * panelW]float32) {
+		_ = x[5*ldx+2*kp-1]
+		_ = w[kp*2*panelW-1]
+		gemm6x16BF16AVX512(&x[0], ldx/2, &w[0], kp, &c[0])
+	}
+	k.toBF16 = func(dst []uint16, src []float32) {
+		n := len(src)
+		dst = dst[:n]
+		m := n &^ 15
+		if m > 0 {
+			toBF16AVX512(unsafe.SliceData(dst), unsafe.SliceData(src), m)
+		}
+		toBF16Go(dst[m:], src[m:])
+	}
+	k.pairBF16 = func(dst, src []uint16, k int) {
+		kp := k / 2
+		_ = dst[(k+1)/2*2*panelW-1]
+		_ = src[k*panelW-1]
+		if kp > 0 {
+			pairBF16AVX2(&dst[0], &src[0], kp)
+		}
+		if k%2 == 1 {
+			pairBF16Go(dst[kp*2*panelW:], src[2*kp*panelW:], 1)
+		}
+	}
+}
