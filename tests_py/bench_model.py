@@ -10,7 +10,9 @@ SmolLM's sizes.
 
 Then, per dtype, in the same run and with the same number of threads (2 unless --threads):
 - Go: `tether generate --temp 0 --ignore-eog` on that checkpoint (bf16 weights stay bf16
-  in memory), reading its prefill and decode tokens/s;
+  in memory), reading its prefill and decode tokens/s; for bf16 also with --bf16-math
+  (the prefill rounds its inputs to bf16 and multiplies in bf16, AVX512-BF16, as PyTorch
+  computes a bf16 model; without it Go multiplies bf16 weights by float32 inputs exactly);
 - PyTorch: the model in that dtype (bf16 weights and activations for bf16; MKL and
   oneDNN kernels, SDPA attention), one forward over the prompt keeping only the last
   position's logits (logits_to_keep=1, as `generate` does) for prefill, then one forward
@@ -99,11 +101,12 @@ def prompt_text(tokens: int) -> tuple[str, list[int]]:
     return text, ids
 
 
-def run_go(model: Path, text: str, decode: int, threads: int) -> tuple[float, float, list[int]]:
+def run_go(model: Path, text: str, decode: int, threads: int, extra: tuple[str, ...] = ()) -> tuple[float, float, list[int]]:
     proc = subprocess.run(
         [
             str(TETHER), "generate", "--model", str(model), "--prompt", text, "--temp", "0",
             "--max-tokens", str(decode + 1), "--ignore-eog", "--threads", str(threads), "--json",
+            *extra,
         ],  # fmt: skip
         capture_output=True,
         text=True,
@@ -230,7 +233,11 @@ def main() -> None:
                 run_torch(model, ids, 2)
             run_go(d, text, 2, args.threads)
 
-            go_pre, go_dec = [], []
+            # bf16: also Go with --bf16-math (prefill in bf16 as PyTorch computes it)
+            math16 = dt == "bf16"
+            if math16:
+                run_go(d, text, 2, args.threads, ("--bf16-math",))
+            go_pre, go_dec, m_pre, m_dec = [], [], [], []
             t_pre: dict[int, list[float]] = {n: [] for n in torch_threads}
             t_dec: dict[int, list[float]] = {n: [] for n in torch_threads}
             for _ in range(args.repeat):  # interleaved, so drift in the machine hits both
@@ -239,6 +246,10 @@ def main() -> None:
                     sys.exit("Go tokenized the prompt differently from the tokenizers package")
                 go_pre.append(p)
                 go_dec.append(dcd)
+                if math16:
+                    p, dcd, _ = run_go(d, text, args.decode_tokens, args.threads, ("--bf16-math",))
+                    m_pre.append(p)
+                    m_dec.append(dcd)
                 for n in torch_threads:
                     torch.set_num_threads(n)
                     p, dcd = run_torch(model, ids, args.decode_tokens)
@@ -263,6 +274,12 @@ def main() -> None:
                 f"{bw / 1e9:.1f} GB/s; go reaches {statistics.median(go_dec) / bound:.0%} of it, "
                 f"torch {statistics.median(torch_dec) / bound:.0%}",
             ]
+            if math16:
+                lines += [
+                    f"  go --bf16-math (prefill inputs rounded to bf16, as torch does):",
+                    f"  decode   go {summary(m_dec)}   ratio go/torch {statistics.median(m_dec) / statistics.median(torch_dec):.2f}x",
+                    f"  prefill  go {summary(m_pre)}   ratio go/torch {statistics.median(m_pre) / statistics.median(torch_pre):.2f}x",
+                ]
     print("\n".join(lines))
 
 
