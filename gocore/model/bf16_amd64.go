@@ -13,6 +13,9 @@ func toBF16AVX512(dst *uint16, src *float32, n int)
 //go:noescape
 func pairBF16AVX2(dst *uint16, src *uint16, kp int)
 
+//go:noescape
+func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
+
 // hasAVX512BF16 reports whether the CPU and OS support AVX-512 (F, with ZMM and opmask
 // state saved by the OS) and its BF16 extension (VDPBF16PS, VCVTNEPS2BF16).
 var hasAVX512BF16 = func() bool {
@@ -38,8 +41,25 @@ var hasAVX512BF16 = func() bool {
 // it, else leaves them nil (WithBF16Products then has no effect).
 func bf16Kernels(k *kernels) {
 	if !hasAVX512BF16 {
-		k.gemm6x16BF16, k.toBF16, k.pairBF16 = nil, nil, nil
+		k.gemm6x16BF16, k.toBF16, k.pairBF16, k.gemvPairs = nil, nil, nil, nil
 		return
+	}
+	k.gemvPairs = func(x []float32, w []uint16, k int, c []float32) {
+		kp := k / 2
+		_ = x[k-1]
+		_ = w[(k+1)/2*2*panelW-1]
+		_ = c[panelW-1]
+		if kp == 0 {
+			clear(c[:panelW])
+		} else {
+			gemvPairsAVX512(&x[0], &w[0], kp, &c[0])
+		}
+		if k%2 == 1 { // the last input has no partner: its weights are the pair's first halves
+			xv, wl := x[k-1], w[kp*2*panelW:]
+			for j := 0; j < panelW; j++ {
+				c[j] += xv * bf16Float(wl[2*j])
+			}
+		}
 	}
 	k.gemm6x16BF16 = func(x []uint16, ldx int, w []uint16, kp int, c *[gemmRows * panelW]float32) {
 		_ = x[5*ldx+2*kp-1]

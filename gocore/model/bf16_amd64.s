@@ -145,3 +145,61 @@ pairloop:
 	JNZ pairloop
 	VZEROUPPER
 	RET
+
+// func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
+// c[j] = Σ_{p<kp} x[2p]·w[p][j][0] + x[2p+1]·w[p][j][1] for j < 16, on a panel of bf16
+// pairs [kp][16][2], widening each weight exactly (a bf16 is the top half of its
+// float32): one 64-byte load per pair of inputs, four accumulators. kp >= 1.
+TEXT ·gemvPairsAVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), BX
+	MOVQ kp+16(FP), CX
+	MOVQ c+24(FP), DX
+	MOVL $0xffff0000, AX
+	VPBROADCASTD AX, Z15
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPQ CX, $2
+	JLT gemvpairstail
+
+gemvpairsloop:
+	VMOVDQU32 (BX), Z4
+	VMOVDQU32 64(BX), Z5
+	VPSLLD $16, Z4, Z6
+	VPANDD Z15, Z4, Z7
+	VPSLLD $16, Z5, Z8
+	VPANDD Z15, Z5, Z9
+	VBROADCASTSS (SI), Z10
+	VBROADCASTSS 4(SI), Z11
+	VBROADCASTSS 8(SI), Z12
+	VBROADCASTSS 12(SI), Z13
+	VFMADD231PS Z10, Z6, Z0
+	VFMADD231PS Z11, Z7, Z1
+	VFMADD231PS Z12, Z8, Z2
+	VFMADD231PS Z13, Z9, Z3
+	ADDQ $16, SI
+	ADDQ $128, BX
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE gemvpairsloop
+
+gemvpairstail:
+	TESTQ CX, CX
+	JZ gemvpairsdone
+	VMOVDQU32 (BX), Z4
+	VPSLLD $16, Z4, Z6
+	VPANDD Z15, Z4, Z7
+	VBROADCASTSS (SI), Z10
+	VBROADCASTSS 4(SI), Z11
+	VFMADD231PS Z10, Z6, Z0
+	VFMADD231PS Z11, Z7, Z1
+
+gemvpairsdone:
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET

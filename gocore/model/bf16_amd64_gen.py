@@ -123,6 +123,65 @@ pairloop:
 \tVZEROUPPER
 \tRET
 """)
+    w("""
+// func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
+// c[j] = Σ_{p<kp} x[2p]·w[p][j][0] + x[2p+1]·w[p][j][1] for j < 16, on a panel of bf16
+// pairs [kp][16][2], widening each weight exactly (a bf16 is the top half of its
+// float32): one 64-byte load per pair of inputs, four accumulators. kp >= 1.
+TEXT ·gemvPairsAVX512(SB), NOSPLIT, $0-32
+\tMOVQ x+0(FP), SI
+\tMOVQ w+8(FP), BX
+\tMOVQ kp+16(FP), CX
+\tMOVQ c+24(FP), DX
+\tMOVL $0xffff0000, AX
+\tVPBROADCASTD AX, Z15
+\tVPXORD Z0, Z0, Z0
+\tVPXORD Z1, Z1, Z1
+\tVPXORD Z2, Z2, Z2
+\tVPXORD Z3, Z3, Z3
+\tCMPQ CX, $2
+\tJLT gemvpairstail
+
+gemvpairsloop:
+\tVMOVDQU32 (BX), Z4
+\tVMOVDQU32 64(BX), Z5
+\tVPSLLD $16, Z4, Z6
+\tVPANDD Z15, Z4, Z7
+\tVPSLLD $16, Z5, Z8
+\tVPANDD Z15, Z5, Z9
+\tVBROADCASTSS (SI), Z10
+\tVBROADCASTSS 4(SI), Z11
+\tVBROADCASTSS 8(SI), Z12
+\tVBROADCASTSS 12(SI), Z13
+\tVFMADD231PS Z10, Z6, Z0
+\tVFMADD231PS Z11, Z7, Z1
+\tVFMADD231PS Z12, Z8, Z2
+\tVFMADD231PS Z13, Z9, Z3
+\tADDQ $16, SI
+\tADDQ $128, BX
+\tSUBQ $2, CX
+\tCMPQ CX, $2
+\tJGE gemvpairsloop
+
+gemvpairstail:
+\tTESTQ CX, CX
+\tJZ gemvpairsdone
+\tVMOVDQU32 (BX), Z4
+\tVPSLLD $16, Z4, Z6
+\tVPANDD Z15, Z4, Z7
+\tVBROADCASTSS (SI), Z10
+\tVBROADCASTSS 4(SI), Z11
+\tVFMADD231PS Z10, Z6, Z0
+\tVFMADD231PS Z11, Z7, Z1
+
+gemvpairsdone:
+\tVADDPS Z1, Z0, Z0
+\tVADDPS Z3, Z2, Z2
+\tVADDPS Z2, Z0, Z0
+\tVMOVUPS Z0, (DX)
+\tVZEROUPPER
+\tRET
+""")
     with open(os.path.join(HERE, "bf16_amd64.s"), "w") as f:
         f.write("".join(out))
 

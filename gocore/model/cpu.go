@@ -99,6 +99,7 @@ type cpuWeight struct {
 	rows, cols int
 	f32        []float32 // packed panels (float32 weights)
 	bf         []uint16  // packed panels (bfloat16 weights)
+	pairs      bool      // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math)
 	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
 }
 
@@ -123,7 +124,12 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 		}
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
-		w.bf = packPanels(c.pool, arenaSlice[uint16](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, func(r int) []uint16 { return d[r*w.cols:] })
+		get := func(r int) []uint16 { return d[r*w.cols:] }
+		if c.bf16Math() { // the layout the bf16 GEMM reads; decode reads it as well
+			w.bf, w.pairs = packPairPanels(c.pool, arenaSlice[uint16](&c.arena, pairPanelsLen(w.rows, w.cols)), w.rows, w.cols, get), true
+		} else {
+			w.bf = packPanels(c.pool, arenaSlice[uint16](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, get)
+		}
 		if w.rows == 1 {
 			w.vec = make([]float32, w.cols)
 			widenBF16Go(w.vec, d[:w.cols])
@@ -275,25 +281,35 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 	kp := (k + 1) / 2
 	o0 := p * panelW
 	width := min(panelW, w.rows-o0)
-	s.pbuf = growU16(s.pbuf, kp*2*panelW)
-	c.kern.pairBF16(s.pbuf, w.bf[p*k*panelW:(p+1)*k*panelW], k)
+	wp := c.pairPanel(w, p, &s.pbuf)
 	var up []uint16
 	if it.up != nil {
-		s.pbuf2 = growU16(s.pbuf2, kp*2*panelW)
-		c.kern.pairBF16(s.pbuf2, it.up.bf[p*k*panelW:(p+1)*k*panelW], k)
-		up = s.pbuf2
+		up = c.pairPanel(it.up, p, &s.pbuf2)
 	}
 	for b := 0; b < n; b += gemmRows {
 		xb := in.rows[b*in.kpad:]
 		if b+gemmRows > n {
 			xb = in.tail
 		}
-		c.kern.gemm6x16BF16(xb, in.kpad, s.pbuf, kp, &s.tile)
+		c.kern.gemm6x16BF16(xb, in.kpad, wp, kp, &s.tile)
 		if up != nil {
 			c.kern.gemm6x16BF16(xb, in.kpad, up, kp, &s.tile2)
 		}
 		c.emitBlock(s, it, b, n, o0, width, up != nil)
 	}
+}
+
+// pairPanel returns panel p of a bf16 weight as pairs: the packed data itself (a
+// weight uploaded for bf16 math), or the panel paired into buf.
+func (c *CPU) pairPanel(w *cpuWeight, p int, buf *[]uint16) []uint16 {
+	k := w.cols
+	size := (k + 1) / 2 * 2 * panelW
+	if w.pairs {
+		return w.bf[p*size : (p+1)*size]
+	}
+	*buf = growU16(*buf, size)
+	c.kern.pairBF16(*buf, w.bf[p*k*panelW:(p+1)*k*panelW], k)
+	return *buf
 }
 
 // emitBlock stores the outputs of one block of up to six tokens (rows b..) of a panel
@@ -350,7 +366,10 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 // gemv computes panel p of w times the vector x into out[:16].
 func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
 	k := w.cols
-	if w.bf != nil {
+	if w.pairs {
+		size := (k + 1) / 2 * 2 * panelW
+		c.kern.gemvPairs(x, w.bf[p*size:(p+1)*size], k, out)
+	} else if w.bf != nil {
 		c.kern.gemvBF16(x, w.bf[p*k*panelW:(p+1)*k*panelW], k, out, 1)
 	} else {
 		c.kern.gemvF32(x, w.f32[p*k*panelW:(p+1)*k*panelW], k, out, 1)
@@ -365,6 +384,16 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 		return w.f32[p*k*panelW : (p+1)*k*panelW]
 	}
 	*buf = growFloats(*buf, k*panelW)
+	if w.pairs { // only when a fused product mixes dtypes
+		size := (k + 1) / 2 * 2 * panelW
+		wp := w.bf[p*size : (p+1)*size]
+		for i := 0; i < k; i++ {
+			for j := 0; j < panelW; j++ {
+				(*buf)[i*panelW+j] = bf16Float(wp[((i/2)*panelW+j)*2+i%2])
+			}
+		}
+		return *buf
+	}
 	c.kern.widenBF16(*buf, w.bf[p*k*panelW:(p+1)*k*panelW])
 	return *buf
 }
@@ -728,7 +757,12 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 		p, r := id/panelW, id%panelW
 		base := p * cols * panelW
 		d := ds[i*cols : (i+1)*cols]
-		if cw.bf != nil {
+		if cw.pairs {
+			base = p * ((cols + 1) / 2 * 2 * panelW)
+			for j := range d {
+				d[j] = math.Float32frombits(uint32(cw.bf[base+((j/2)*panelW+r)*2+j%2]) << 16)
+			}
+		} else if cw.bf != nil {
 			for j := range d {
 				d[j] = math.Float32frombits(uint32(cw.bf[base+j*panelW+r]) << 16)
 			}

@@ -43,6 +43,9 @@ type kernels struct {
 	// pairBF16 turns a bf16 panel [k][16] into a panel of pairs [ceil(k/2)][16][2]:
 	// dst[p][j] = (src[2p][j], src[2p+1][j]), the missing row of an odd k zero.
 	pairBF16 func(dst, src []uint16, k int)
+	// gemvPairs writes c[j] = Σ_{i<k} x[i]·w[i/2][j][i%2] for j < 16: one panel of bf16
+	// pairs ([ceil(k/2)][16][2]) times float32 inputs, exactly (decode, bf16 math).
+	gemvPairs func(x []float32, w []uint16, k int, c []float32)
 	// exp sets x[i] = exp(x[i]) (float32 accuracy).
 	exp func(x []float32)
 	// expSum sets x[i] = exp(x[i]-shift) and returns Σ x[i] (softmax's numerators).
@@ -68,6 +71,7 @@ var goKernels = kernels{
 	gemm6x16BF16: gemm6x16BF16Go,
 	toBF16:       toBF16Go,
 	pairBF16:     pairBF16Go,
+	gemvPairs:    gemvPairsGo,
 	exp:          expGo,
 	expSum:       expSumGo,
 	siluMul:      SiLUMul,
@@ -151,6 +155,49 @@ func pairBF16Go(dst, src []uint16, k int) {
 			}
 		}
 	}
+}
+
+func gemvPairsGo(x []float32, w []uint16, k int, c []float32) {
+	var acc [4][panelW]float32
+	x = x[:k]
+	w = w[:(k+1)/2*2*panelW]
+	for i, xv := range x {
+		p, h := i/2, i%2
+		a := &acc[2*(p&1)+h]
+		for j := range a {
+			a[j] += xv * bf16Float(w[(p*panelW+j)*2+h])
+		}
+	}
+	for j := 0; j < panelW; j++ {
+		c[j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j])
+	}
+}
+
+// packPairPanels lays out a row-major [rows, cols] bf16 matrix as ceil(rows/16) panels
+// of pairs, [ceil(cols/2)][16][2] (pairPanelsLen elements, zeroed), zero-padded, for
+// bf16 math: element (r, i) of a panel sits at ((i/2)*16 + r)*2 + i%2.
+func packPairPanels(p *pool, out []uint16, rows, cols int, get func(r int) []uint16) []uint16 {
+	panels := (rows + panelW - 1) / panelW
+	size := (cols + 1) / 2 * 2 * panelW
+	out = out[:panels*size]
+	p.run(panels, rows*cols, func(_, lo, hi int) {
+		for pi := lo; pi < hi; pi++ {
+			dst := out[pi*size : (pi+1)*size]
+			for r := 0; r < panelW && pi*panelW+r < rows; r++ {
+				for i, v := range get(pi*panelW + r)[:cols] {
+					dst[((i/2)*panelW+r)*2+i%2] = v
+				}
+			}
+		}
+	})
+	hugePages(unsafe.Pointer(unsafe.SliceData(out)), uintptr(len(out))*2, true)
+	return out
+}
+
+// pairPanelsLen is the number of elements of a [rows, cols] matrix packed into panels
+// of pairs.
+func pairPanelsLen(rows, cols int) int {
+	return (rows + panelW - 1) / panelW * (cols + 1) / 2 * 2 * panelW
 }
 
 func gemvF32Go(x, w []float32, k int, c []float32, panels int) {

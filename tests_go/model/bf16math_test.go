@@ -39,11 +39,12 @@ func bf16Engines(t *testing.T, threads int) map[string]*model.CPU {
 // With bf16 math, a product of bf16 weights by several tokens equals the product by
 // the inputs rounded to bf16 (computed in float64 here); one token stays exact. The
 // assembly and the portable kernels agree to float32 rounding. Shapes cover an odd number of
-// columns (a half pair), token counts that are not multiples of six, and one token.
+// columns (a half pair), token counts that are not multiples of six, and one token
+// (the decode kernel on the same panels of pairs); Rows reads the weights back.
 func TestBF16ProductsMultiplyInputsRoundedToBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 8))
 	for _, tc := range []struct{ rows, cols, n int }{
-		{16, 2, 6}, {1, 1, 2}, {17, 5, 7}, {40, 33, 13}, {48, 576, 128}, {32, 1536, 9}, {32, 576, 1},
+		{16, 2, 6}, {1, 1, 2}, {17, 5, 7}, {40, 33, 13}, {48, 576, 128}, {32, 1536, 9}, {32, 576, 1}, {17, 5, 1}, {3, 1, 1},
 	} {
 		w := randSlice(r, tc.rows*tc.cols)
 		x := randSlice(r, tc.n*tc.cols)
@@ -62,6 +63,13 @@ func TestBF16ProductsMultiplyInputsRoundedToBF16(t *testing.T) {
 			require.NoError(t, e.MatMul(dst, dense(tc.n, tc.cols, x), wt))
 			assert.InDeltaSlice(t, want, f64(dst.Float32s()), 1e-4*math.Sqrt(float64(tc.cols)), "%v %s", tc, name)
 			got[name] = dst.Float32s()
+			// the weights are stored as panels of pairs; Rows reads them back
+			ids := []int{tc.rows - 1, 0, tc.rows / 2}
+			rows := dense(len(ids), tc.cols, make([]float32, len(ids)*tc.cols))
+			require.NoError(t, e.Rows(rows, wt, ids))
+			for i, id := range ids {
+				assert.Equal(t, wv[id*tc.cols:(id+1)*tc.cols], rows.Float32s()[i*tc.cols:(i+1)*tc.cols], "rows %v %s", tc, name)
+			}
 			// f32 weights are never rounded, bf16 math or not
 			wf, _ := upload(t, e, "f32", tc.rows, tc.cols, w)
 			require.NoError(t, e.MatMul(dst, dense(tc.n, tc.cols, x), wf))

@@ -14,14 +14,18 @@ import (
 // benchModel loads the checkpoint in $TETHER_BENCH_MODEL (e.g. bench_model.py's
 // --model-dir output) on two threads, closed when the benchmark ends, and returns
 // it with the benchmarks' 128-token prompt; without the variable the benchmark is
-// skipped.
+// skipped. TETHER_BENCH_BF16_MATH=1 loads it with model.WithBF16Math.
 func benchModel(b *testing.B) (*model.Model, []int) {
 	b.Helper()
 	dir := os.Getenv("TETHER_BENCH_MODEL")
 	if dir == "" {
 		b.Skip("TETHER_BENCH_MODEL not set")
 	}
-	m, err := model.Load(dir, model.WithThreads(2))
+	opts := []model.Option{model.WithThreads(2)}
+	if os.Getenv("TETHER_BENCH_BF16_MATH") != "" {
+		opts = append(opts, model.WithBF16Math())
+	}
+	m, err := model.Load(dir, opts...)
 	require.NoError(b, err)
 	b.Cleanup(func() { m.Close() })
 	prompt := make([]int, 128)
