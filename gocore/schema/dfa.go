@@ -333,6 +333,16 @@ func namesDFA(names []string) *dfa {
 // is trimmed: every state can reach an accepting one; it has no states at all
 // if nothing is accepted.
 func product(ds []*dfa, accept func(states []int32) bool, live func(states []int32) bool, minLen, maxLen int) (*dfa, error) {
+	d, err := productAll(ds, accept, live, minLen, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	return d.trim(), nil
+}
+
+// productAll is product without the final trim: every reachable tuple is a state,
+// numbered in the order accept was called on it (once per state, the start first).
+func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []int32) bool, minLen, maxLen int) (*dfa, error) {
 	n := len(ds)
 	type tup struct {
 		states []int32
@@ -420,7 +430,7 @@ func product(ds []*dfa, accept func(states []int32) bool, live func(states []int
 		}
 		out.states[si].edges = edges
 	}
-	return out.trim(), nil
+	return out, nil
 }
 
 // trim keeps the states that are reachable (all are, by construction) and can

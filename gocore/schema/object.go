@@ -628,6 +628,8 @@ type keyRegions struct {
 	nd    *dfa
 	order []int          // the signatures of unnamed keys that occur, ascending
 	keys  map[int]string // signature -> key grammar ("" for none), once written
+	prod  *dfa           // the product of all(), untrimmed and with no accepting state
+	sig   []int          // the signature of each of prod's states
 }
 
 func (kr *keyRegions) sigOf(states []int32) int {
@@ -671,10 +673,17 @@ func (c *conv) keyRegionsOf(patterns, names []string) *keyRegions {
 	}
 	kr.nd = namesDFA(names)
 	sigs := map[int]bool{}
-	if _, err := product(kr.all(), func(st []int32) bool { sigs[kr.sigOf(st)] = true; return false }, always, 0, -1); err != nil {
+	prod, err := productAll(kr.all(), func(st []int32) bool {
+		s := kr.sigOf(st)
+		kr.sig = append(kr.sig, s) // productAll numbers states in the order it asks
+		sigs[s] = true
+		return false
+	}, always, 0, -1)
+	if err != nil {
 		kr.why = err
 		return kr
 	}
+	kr.prod = prod
 	for s := range sigs {
 		if s >= 0 {
 			kr.order = append(kr.order, s)
@@ -689,10 +698,12 @@ func (kr *keyRegions) key(c *conv, sig int, hint string) (string, error) {
 	if k, ok := kr.keys[sig]; ok {
 		return k, nil
 	}
-	region, err := product(kr.all(), func(st []int32) bool { return kr.sigOf(st) == sig }, always, 0, -1)
-	if err != nil {
-		return "", err
+	// the product keyRegionsOf built, accepting the states of this signature
+	all := &dfa{states: make([]dstate, len(kr.prod.states))}
+	for i, st := range kr.prod.states {
+		all.states[i] = dstate{accept: kr.sig[i] == sig, edges: st.edges}
 	}
+	region := all.trim()
 	k := ""
 	if !region.empty() {
 		rc := &regexConv{b: c.b, json: true}
