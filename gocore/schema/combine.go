@@ -141,6 +141,13 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 				if err != nil {
 					return err
 				}
+				if why := c.prefixUnsat(next, ptr, 0); why != nil {
+					// every combination that starts so is unsatisfiable
+					if firstErr == nil {
+						firstErr = why
+					}
+					continue
+				}
 				if err := walk(gi+1, next); err != nil {
 					return err
 				}
@@ -158,6 +165,64 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 		return "", c.unsatf("anyOf", ptr, "no branch can match")
 	}
 	return c.named(hint, alt(alts)), nil
+}
+
+// prefixUnsat returns why the merged schema o is certainly unsatisfiable, or nil: it
+// allows no type, or a property it requires and lists in properties has the schema
+// false or (checked the same way, a few levels down) is certainly unsatisfiable.
+// Constraints merged into o later can only keep it so, so visitGroups skips every
+// combination that starts with such a prefix (in a oneOf made exclusive, most of
+// them: each branch is merged with the negation of every other). It has no effect
+// on the conversion: anything it records (ignored keywords) is dropped, and any
+// error other than unsatisfiability counts as "not certain".
+func (c *conv) prefixUnsat(o *object, ptr string, depth int) error {
+	n := len(c.ignored)
+	defer func() { c.ignored = c.ignored[:n] }()
+	if _, err := c.types(o, ptr); err != nil {
+		if isUnsat(err) {
+			return err
+		}
+		return nil
+	}
+	if depth >= 3 {
+		return nil
+	}
+	pv, _ := o.get("properties")
+	props, _ := pv.(*object)
+	rv, _ := o.get("required")
+	req, _ := rv.([]any)
+	if props == nil || len(req) == 0 {
+		return nil
+	}
+	for _, r := range req {
+		name, ok := r.(string)
+		if !ok {
+			continue
+		}
+		s, ok := props.get(name)
+		if !ok {
+			continue
+		}
+		pptr := ptr + "/properties/" + escPtr(name)
+		switch s := s.(type) {
+		case bool:
+			if !s {
+				return c.unsatf("required", ptr, "the required property %q is not allowed", name)
+			}
+		case *object:
+			fl, err := c.flatten(s, pptr, 0)
+			if err != nil {
+				if isUnsat(err) {
+					return err
+				}
+				continue
+			}
+			if err := c.prefixUnsat(fl, pptr, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // possibleTypes is the set of kinds an instance of the flattened schema o may

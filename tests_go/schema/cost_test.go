@@ -208,3 +208,39 @@ func BenchmarkMaxLength65535(b *testing.B) {
 	}
 	reportCPU(b, c0)
 }
+
+// oneOfOptionalDiscriminators is a oneOf of n object branches whose "command" enums
+// differ but are not required, each with a "parameters" object requiring its own
+// properties (the shape of MaskBench's Github_medium o66069): exactly-one needs each
+// branch merged with the negations of the others, and most of those combinations are
+// unsatisfiable.
+func oneOfOptionalDiscriminators(n int) []byte {
+	var br []string
+	for i := 0; i < n; i++ {
+		var props, req []string
+		for j := 0; j <= i%3+1; j++ {
+			props = append(props, fmt.Sprintf(`"f%d":{"type":"string"}`, (i+j)%4))
+			req = append(req, fmt.Sprintf(`"f%d"`, (i+j)%4))
+		}
+		br = append(br, fmt.Sprintf(`{"type":"object","properties":{"command":{"enum":["c%d"]},`+
+			`"parameters":{"type":"object","properties":{%s},"required":[%s]}}}`, i, strings.Join(props, ","), strings.Join(req, ",")))
+	}
+	return []byte(`{"type":"object","oneOf":[` + strings.Join(br, ",") + `]}`)
+}
+
+// BenchmarkOneOfOptionalDiscriminators: schema -> first mask for five such branches;
+// combinations whose merged prefix is already unsatisfiable are skipped.
+func BenchmarkOneOfOptionalDiscriminators(b *testing.B) {
+	v := llama3Vocab(b)
+	s := oneOfOptionalDiscriminators(5)
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		m, _ := schemaToFirstMask(b, v, s)
+		if !acceptText(m, `{"command": "c1"}`) {
+			b.Fatal(`{"command": "c1"} refused`)
+		}
+	}
+	reportCPU(b, c0)
+}

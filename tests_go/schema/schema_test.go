@@ -83,6 +83,15 @@ func TestSchemaInstances(t *testing.T) {
 			nil, []string{`{"a":1}`, `{"b":1}`, `{"a":1,"b":2}`}, []string{`{}`}},
 		{"oneOf with a const discriminator", `{"oneOf":[{"properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},{"properties":{"kind":{"const":"b"}},"required":["kind"]}]}`,
 			nil, []string{`{"kind":"a","x":1}`, `{"kind":"b"}`}, []string{`{"kind":"c"}`, `{"kind":"a","x":"s"}`}},
+		// exactly one branch, with no required discriminator: each branch merged with the
+		// negations of the others, where most combinations are unsatisfiable (and skipped
+		// as soon as a prefix is: the "p" that must be an object and not one)
+		{"oneOf of objects whose discriminators are optional", `{"type":"object","oneOf":[` +
+			`{"type":"object","properties":{"c":{"enum":["a"]},"p":{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}}},` +
+			`{"type":"object","properties":{"c":{"enum":["b"]},"p":{"type":"object","properties":{"y":{"type":"string"}},"required":["y"]}}},` +
+			`{"type":"object","properties":{"c":{"enum":["d"]},"p":{"type":"object","properties":{"x":{"type":"boolean"}},"required":["x"]}}}]}`,
+			nil, []string{`{"c":"a"}`, `{"c":"b","p":{"y":"s"}}`, `{"p":{"y":"s"}}`, `{"p":{"x":true}}`, `{"c":"d","p":{"x":false}}`, `{"p":{"x":"s"}}`},
+			[]string{`{}`, `{"c":"e"}`, `{"p":{"x":"s","y":"t"}}`, `{"p":{}}`, `{"c":"a","p":{"y":"s"}}`, `{"p":1}`}},
 		{"recursive $ref with ~1 escape", `{"$defs":{"a/b":{"type":"object","properties":{"next":{"$ref":"#/$defs/a~1b"}},"additionalProperties":false}},"$ref":"#/$defs/a~1b"}`,
 			nil, []string{`{}`, `{"next":{"next":{}}}`}, []string{`{"next":1}`}},
 		{"nullable", `{"type":"string","nullable":true}`,
