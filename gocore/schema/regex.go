@@ -311,9 +311,19 @@ func (rc *regexConv) classExpr(rs []rng) string {
 		return x
 	}
 	x := rc.classText(rs)
+	if len(x) > maxInlineClass && strings.HasPrefix(x, "(") && strings.HasSuffix(x, ")") {
+		// An alternation (a class plus JSON escapes): one rule, referenced wherever
+		// the set occurs. Automata repeat a few sets over thousands of edges, and
+		// written inline they were most of such a grammar's text (Handwritten
+		// allany22: 3.0 of its 4.2 MB), each parsed into a rule of its own.
+		x = rc.b.rule("c", x[1:len(x)-1])
+	}
 	rc.b.classes[string(key)] = x
 	return x
 }
+
+// maxInlineClass is the longest class expression classExpr writes inline.
+const maxInlineClass = 32
 
 func (rc *regexConv) classText(rs []rng) string {
 	rs = subRanges(rs, surrogates)
