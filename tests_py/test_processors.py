@@ -318,11 +318,15 @@ def test_many_processor_lifecycles_do_not_leak() -> None:
         gc.collect()
 
     # Warm up (caches, allocator pools), then one round that lets Go's heap reach
-    # its steady size (its GC target can move once on a busy machine): a leak grows
-    # RSS in every round, so the second round is the one judged (5 KB a lifecycle).
+    # its steady size. Its GC target can still move once later on a busy machine (CI
+    # once saw +27.7 MB in the judged round while a fuzzer ran beside it, and 0 MB in
+    # every round when idle): a leak grows RSS in every round, so three rounds are
+    # judged and the smallest growth must stay under 5 KB a lifecycle.
     cycle(500)
     cycle(5_000)
-    before = rss_mb()
-    cycle(5_000)
-    grown = rss_mb() - before
-    assert grown < 25, f"RSS grew by {grown:.1f} MB over 5,000 processor lifecycles"
+    grown = []
+    for _ in range(3):
+        before = rss_mb()
+        cycle(5_000)
+        grown.append(rss_mb() - before)
+    assert min(grown) < 25, f"RSS grew by {', '.join(f'{g:.1f}' for g in grown)} MB in rounds of 5,000 processor lifecycles"
