@@ -155,7 +155,7 @@ func (p *parser) runeBuf(n int) []rune {
 	}
 	k := len(p.runes)
 	p.runes = p.runes[:k+n]
-	return p.runes[k:k:k+n]
+	return p.runes[k : k : k+n]
 }
 
 // node returns a new node holding n, from the parser's current chunk.
