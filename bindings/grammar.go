@@ -7,6 +7,7 @@ import (
 	"github.com/tetherlm/tether/gocore/tokenmask"
 
 	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/safecall"
 	"github.com/tetherlm/tether/gocore/session"
 	"github.com/tetherlm/tether/gocore/vocab"
@@ -104,12 +105,9 @@ func GrammarCompileDialect(vocabHandle int64, src, root, triggersJSON, dialect s
 }
 
 func compileGrammar(vocabHandle int64, src, root, triggersJSON, dialect string, maxStacks int) (int64, error) {
-	v, err := vocabs.get(vocabHandle)
+	v, err := vocabForCompile(vocabHandle, maxStacks)
 	if err != nil {
 		return 0, err
-	}
-	if maxStacks < 0 {
-		return 0, fmt.Errorf("max_stacks: %d is negative", maxStacks)
 	}
 	spec := session.Spec{Src: src, Root: root, Dialect: dialect, MaxStacks: maxStacks}
 	if triggersJSON != "" {
@@ -123,7 +121,26 @@ func compileGrammar(vocabHandle int64, src, root, triggersJSON, dialect string, 
 			PreservedTokens: t.PreservedTokens,
 		}
 	}
-	g, err := session.Compile(v, spec)
+	return addCompiled(v, spec, nil)
+}
+
+// vocabForCompile returns the vocabulary of handle h after checking a compile's
+// maxStacks (0: the default).
+func vocabForCompile(h int64, maxStacks int) (*vocab.Vocab, error) {
+	v, err := vocabs.get(h)
+	if err != nil {
+		return nil, err
+	}
+	if maxStacks < 0 {
+		return nil, fmt.Errorf("max_stacks: %d is negative", maxStacks)
+	}
+	return v, nil
+}
+
+// addCompiled compiles spec (parsed: its source already parsed, or nil) for v and
+// registers the grammar.
+func addCompiled(v *vocab.Vocab, spec session.Spec, parsed *gbnf.Grammar) (int64, error) {
+	g, err := session.Compile(v, spec, parsed)
 	if err != nil {
 		return 0, grammarError(err)
 	}

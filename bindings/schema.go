@@ -44,12 +44,9 @@ func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
 // It returns {"handle": h, "ignored": [{"keyword", "pointer", "reason"}]}.
 func GrammarFromSchema(vocabHandle int64, schemaJSON, optionsJSON string, maxStacks int) (string, error) {
 	return safecall.Do("GrammarFromSchema", func() (string, error) {
-		v, err := vocabs.get(vocabHandle)
+		v, err := vocabForCompile(vocabHandle, maxStacks)
 		if err != nil {
 			return "", err
-		}
-		if maxStacks < 0 {
-			return "", fmt.Errorf("max_stacks: %d is negative", maxStacks)
 		}
 		opts, err := parseSchemaOptions(optionsJSON)
 		if err != nil {
@@ -59,14 +56,14 @@ func GrammarFromSchema(vocabHandle int64, schemaJSON, optionsJSON string, maxSta
 		if err != nil {
 			return "", schemaError(err)
 		}
-		g, err := session.Compile(v, session.Spec{Src: text, MaxStacks: maxStacks}, pg)
+		h, err := addCompiled(v, session.Spec{Src: text, MaxStacks: maxStacks}, pg)
 		if err != nil {
-			return "", grammarError(err)
+			return "", err
 		}
 		b, err := json.Marshal(struct {
 			Handle  int64        `json:"handle"`
 			Ignored []ignoredKey `json:"ignored"`
-		}{grammars.add(g), ignoredKeys(ignored)})
+		}{h, ignoredKeys(ignored)})
 		return string(b), err
 	})
 }

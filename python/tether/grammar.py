@@ -244,6 +244,16 @@ class Vocabulary:
             return v
 
 
+def _max_stacks(max_stacks: int | None) -> int:
+    """The max_stacks argument for the Go core: 0 for the default, else a count >= 1."""
+    if max_stacks is None:
+        return 0
+    stacks = _token_id(max_stacks, "max_stacks")
+    if stacks == 0:
+        raise ValueError("max_stacks must be at least 1")
+    return stacks
+
+
 def _vocabulary(tokenizer: Any, what: str) -> Vocabulary:
     """A Vocabulary from a Vocabulary or a transformers fast tokenizer."""
     if isinstance(tokenizer, Vocabulary):
@@ -296,11 +306,7 @@ class Grammar:
             raise TypeError(f"root must be a rule name (non-empty str), not {root!r}")
         if triggers is not None and not isinstance(triggers, Triggers):
             raise TypeError(f"triggers must be a tether.Triggers, not {type(triggers).__name__}")
-        stacks = 0
-        if max_stacks is not None:
-            stacks = _token_id(max_stacks, "max_stacks")
-            if stacks == 0:
-                raise ValueError("max_stacks must be at least 1")
+        stacks = _max_stacks(max_stacks)
         self.vocab = _vocabulary(tokenizer, "Grammar")
         self._gbnf: str | None = grammar
         self.dialect = dialect
@@ -348,11 +354,7 @@ class Grammar:
         (True, False)
         """
         text, opts = _schema_args(schema, whitespace, lenient, strict_objects)
-        stacks = 0
-        if max_stacks is not None:
-            stacks = _token_id(max_stacks, "max_stacks")
-            if stacks == 0:
-                raise ValueError("max_stacks must be at least 1")
+        stacks = _max_stacks(max_stacks)
         self = cls.__new__(cls)
         self.vocab = _vocabulary(tokenizer, "Grammar.from_json_schema")
         self._gbnf, self.dialect, self.triggers = None, "gbnf", None
