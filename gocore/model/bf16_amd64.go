@@ -11,9 +11,6 @@ func gemm6x16BF16AVX512(x *uint16, ldx int, w *uint16, kp int, c *float32)
 func toBF16AVX512(dst *uint16, src *float32, n int)
 
 //go:noescape
-func pairBF16AVX2(dst *uint16, src *uint16, kp int)
-
-//go:noescape
 func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
 
 // hasAVX512BF16 reports whether the CPU and OS support AVX-512 (F, with ZMM and opmask
@@ -41,13 +38,13 @@ var hasAVX512BF16 = func() bool {
 // it, else leaves them nil (WithBF16Products then has no effect).
 func bf16Kernels(k *kernels) {
 	if !hasAVX512BF16 {
-		k.gemm6x16BF16, k.toBF16, k.pairBF16, k.gemvPairs = nil, nil, nil, nil
+		k.gemm6x16BF16, k.toBF16, k.gemvPairs = nil, nil, nil
 		return
 	}
 	k.gemvPairs = func(x []float32, w []uint16, k int, c []float32) {
 		kp := k / 2
 		_ = x[k-1]
-		_ = w[(k+1)/2*2*panelW-1]
+		_ = w[pairPanelSize(k)-1]
 		_ = c[panelW-1]
 		if kp == 0 {
 			clear(c[:panelW])
@@ -75,15 +72,5 @@ func bf16Kernels(k *kernels) {
 		}
 		toBF16Go(dst[m:], src[m:])
 	}
-	k.pairBF16 = func(dst, src []uint16, k int) {
-		kp := k / 2
-		_ = dst[(k+1)/2*2*panelW-1]
-		_ = src[k*panelW-1]
-		if kp > 0 {
-			pairBF16AVX2(&dst[0], &src[0], kp)
-		}
-		if k%2 == 1 {
-			pairBF16Go(dst[kp*2*panelW:], src[2*kp*panelW:], 1)
-		}
-	}
+
 }

@@ -122,29 +122,6 @@ tobf16loop:
 	VZEROUPPER
 	RET
 
-// func pairBF16AVX2(dst *uint16, src *uint16, kp int)
-// Rows 2p and 2p+1 of a bf16 panel [2kp][16] become row p of a panel of pairs,
-// [kp][16][2]: dst[p][j] = (src[2p][j], src[2p+1][j]). kp >= 1.
-TEXT ·pairBF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ kp+16(FP), CX
-
-pairloop:
-	VMOVDQU (SI), Y0
-	VMOVDQU 32(SI), Y1
-	VPUNPCKLWD Y1, Y0, Y2
-	VPUNPCKHWD Y1, Y0, Y3
-	VPERM2I128 $0x20, Y3, Y2, Y4
-	VPERM2I128 $0x31, Y3, Y2, Y5
-	VMOVDQU Y4, (DI)
-	VMOVDQU Y5, 32(DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ pairloop
-	VZEROUPPER
-	RET
 
 // func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
 // c[j] = Σ_{p<kp} x[2p]·w[p][j][0] + x[2p+1]·w[p][j][1] for j < 16, on a panel of bf16

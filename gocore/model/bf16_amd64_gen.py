@@ -99,30 +99,6 @@ tobf16loop:
     w(raw("vcvtneps2bf16 (%rsi), %ymm0"))
     w("\tVMOVDQU Y0, (DI)\n\tADDQ $64, SI\n\tADDQ $32, DI\n\tDECQ CX\n\tJNZ tobf16loop\n\tVZEROUPPER\n\tRET\n\n")
 
-    w("""// func pairBF16AVX2(dst *uint16, src *uint16, kp int)
-// Rows 2p and 2p+1 of a bf16 panel [2kp][16] become row p of a panel of pairs,
-// [kp][16][2]: dst[p][j] = (src[2p][j], src[2p+1][j]). kp >= 1.
-TEXT ·pairBF16AVX2(SB), NOSPLIT, $0-24
-\tMOVQ dst+0(FP), DI
-\tMOVQ src+8(FP), SI
-\tMOVQ kp+16(FP), CX
-
-pairloop:
-\tVMOVDQU (SI), Y0
-\tVMOVDQU 32(SI), Y1
-\tVPUNPCKLWD Y1, Y0, Y2
-\tVPUNPCKHWD Y1, Y0, Y3
-\tVPERM2I128 $0x20, Y3, Y2, Y4
-\tVPERM2I128 $0x31, Y3, Y2, Y5
-\tVMOVDQU Y4, (DI)
-\tVMOVDQU Y5, 32(DI)
-\tADDQ $64, SI
-\tADDQ $64, DI
-\tDECQ CX
-\tJNZ pairloop
-\tVZEROUPPER
-\tRET
-""")
     w("""
 // func gemvPairsAVX512(x *float32, w *uint16, kp int, c *float32)
 // c[j] = Σ_{p<kp} x[2p]·w[p][j][0] + x[2p+1]·w[p][j][1] for j < 16, on a panel of bf16

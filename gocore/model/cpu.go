@@ -38,7 +38,6 @@ type CPU struct {
 // cpuScratch is one worker's buffers.
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
-	pbuf, pbuf2 []uint16  // a bf16 panel as pairs (prefill with bf16 math)
 	tile, tile2 [gemmRows * panelW]float32
 	scores      []float32 // attention scores
 	q           []float32 // a query head scaled by 1/√headDim
@@ -101,6 +100,15 @@ type cpuWeight struct {
 	bf         []uint16  // packed panels (bfloat16 weights)
 	pairs      bool      // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math)
 	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
+}
+
+// bfPanel returns panel p of a bf16 weight, in its layout ([cols][16], or pairs).
+func (w *cpuWeight) bfPanel(p int) []uint16 {
+	size := w.cols * panelW
+	if w.pairs {
+		size = pairPanelSize(w.cols)
+	}
+	return w.bf[p*size : (p+1)*size]
 }
 
 func (w *cpuWeight) Name() string        { return w.name }
@@ -216,7 +224,7 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 	var x16 bf16Input
 	if n > 1 && c.bf16Math() {
 		for i := range items {
-			if items[i].w.bf != nil {
+			if items[i].w.pairs {
 				x16 = c.bf16Input(xs, n, cols)
 				break
 			}
@@ -230,7 +238,7 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 				base += items[it].w.panels()
 				it++
 			}
-			if x16.rows != nil && items[it].w.bf != nil && (items[it].up == nil || items[it].up.bf != nil) {
+			if x16.rows != nil && items[it].w.pairs && (items[it].up == nil || items[it].up.pairs) {
 				c.panelBF16(s, x16, n, &items[it], u-base)
 			} else {
 				c.panel(s, xs, n, &items[it], u-base)
@@ -273,18 +281,18 @@ func growU16(b []uint16, n int) []uint16 {
 	return b[:n]
 }
 
-// panelBF16 is panel for a bf16 weight with bf16 math: the panel (and up's) is turned
-// into pairs once, then multiplied by six tokens at a time.
+// panelBF16 is panel for a bf16 weight stored as pairs (bf16 math): the panel (and
+// up's) is multiplied by six tokens at a time.
 func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int) {
 	w := it.w
 	k := w.cols
 	kp := (k + 1) / 2
 	o0 := p * panelW
 	width := min(panelW, w.rows-o0)
-	wp := c.pairPanel(w, p, &s.pbuf)
+	wp := w.bfPanel(p)
 	var up []uint16
 	if it.up != nil {
-		up = c.pairPanel(it.up, p, &s.pbuf2)
+		up = it.up.bfPanel(p)
 	}
 	for b := 0; b < n; b += gemmRows {
 		xb := in.rows[b*in.kpad:]
@@ -297,19 +305,6 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 		}
 		c.emitBlock(s, it, b, n, o0, width, up != nil)
 	}
-}
-
-// pairPanel returns panel p of a bf16 weight as pairs: the packed data itself (a
-// weight uploaded for bf16 math), or the panel paired into buf.
-func (c *CPU) pairPanel(w *cpuWeight, p int, buf *[]uint16) []uint16 {
-	k := w.cols
-	size := (k + 1) / 2 * 2 * panelW
-	if w.pairs {
-		return w.bf[p*size : (p+1)*size]
-	}
-	*buf = growU16(*buf, size)
-	c.kern.pairBF16(*buf, w.bf[p*k*panelW:(p+1)*k*panelW], k)
-	return *buf
 }
 
 // emitBlock stores the outputs of one block of up to six tokens (rows b..) of a panel
@@ -367,10 +362,9 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
 	k := w.cols
 	if w.pairs {
-		size := (k + 1) / 2 * 2 * panelW
-		c.kern.gemvPairs(x, w.bf[p*size:(p+1)*size], k, out)
+		c.kern.gemvPairs(x, w.bfPanel(p), k, out)
 	} else if w.bf != nil {
-		c.kern.gemvBF16(x, w.bf[p*k*panelW:(p+1)*k*panelW], k, out, 1)
+		c.kern.gemvBF16(x, w.bfPanel(p), k, out, 1)
 	} else {
 		c.kern.gemvF32(x, w.f32[p*k*panelW:(p+1)*k*panelW], k, out, 1)
 	}
@@ -385,8 +379,7 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 	}
 	*buf = growFloats(*buf, k*panelW)
 	if w.pairs { // only when a fused product mixes dtypes
-		size := (k + 1) / 2 * 2 * panelW
-		wp := w.bf[p*size : (p+1)*size]
+		wp := w.bfPanel(p)
 		for i := 0; i < k; i++ {
 			for j := 0; j < panelW; j++ {
 				(*buf)[i*panelW+j] = bf16Float(wp[((i/2)*panelW+j)*2+i%2])
@@ -394,7 +387,7 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 		}
 		return *buf
 	}
-	c.kern.widenBF16(*buf, w.bf[p*k*panelW:(p+1)*k*panelW])
+	c.kern.widenBF16(*buf, w.bfPanel(p))
 	return *buf
 }
 
@@ -758,7 +751,7 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 		base := p * cols * panelW
 		d := ds[i*cols : (i+1)*cols]
 		if cw.pairs {
-			base = p * ((cols + 1) / 2 * 2 * panelW)
+			base = p * pairPanelSize(cols)
 			for j := range d {
 				d[j] = math.Float32frombits(uint32(cw.bf[base+((j/2)*panelW+r)*2+j%2]) << 16)
 			}

@@ -33,16 +33,13 @@ type kernels struct {
 	//
 	// gemm6x16BF16 writes c[t*16+j] = Σ_{p<kp} x_t[2p]·w[p][j][0] + x_t[2p+1]·w[p][j][1]
 	// (t < 6, j < 16, kp >= 1), where row t of x (bf16, at x[t*ldx:]) and the panel of
-	// pairs w ([kp][16][2] bf16, see pairBF16) are multiplied exactly and summed in
+	// pairs w ([kp][16][2] bf16, see packPairPanels) are multiplied exactly and summed in
 	// float32 as VDPBF16PS does: per pair the odd product, then the even one; pairs
 	// with even p and odd p in two sums added at the end.
 	gemm6x16BF16 func(x []uint16, ldx int, w []uint16, kp int, c *[gemmRows * panelW]float32)
 	// toBF16 writes dst[i] = src[i] rounded to bf16 (nearest, ties to even; subnormals
 	// become zeros of their sign; NaN stays NaN).
 	toBF16 func(dst []uint16, src []float32)
-	// pairBF16 turns a bf16 panel [k][16] into a panel of pairs [ceil(k/2)][16][2]:
-	// dst[p][j] = (src[2p][j], src[2p+1][j]), the missing row of an odd k zero.
-	pairBF16 func(dst, src []uint16, k int)
 	// gemvPairs writes c[j] = Σ_{i<k} x[i]·w[i/2][j][i%2] for j < 16: one panel of bf16
 	// pairs ([ceil(k/2)][16][2]) times float32 inputs, exactly (decode, bf16 math).
 	gemvPairs func(x []float32, w []uint16, k int, c []float32)
@@ -70,7 +67,6 @@ var goKernels = kernels{
 	widenBF16:    widenBF16Go,
 	gemm6x16BF16: gemm6x16BF16Go,
 	toBF16:       toBF16Go,
-	pairBF16:     pairBF16Go,
 	gemvPairs:    gemvPairsGo,
 	exp:          expGo,
 	expSum:       expSumGo,
@@ -141,26 +137,10 @@ func toBF16Go(dst []uint16, src []float32) {
 	}
 }
 
-func pairBF16Go(dst, src []uint16, k int) {
-	kp := (k + 1) / 2
-	dst = dst[:kp*2*panelW]
-	src = src[:k*panelW]
-	for p := 0; p < kp; p++ {
-		for j := 0; j < panelW; j++ {
-			dst[(p*panelW+j)*2] = src[2*p*panelW+j]
-			if 2*p+1 < k {
-				dst[(p*panelW+j)*2+1] = src[(2*p+1)*panelW+j]
-			} else {
-				dst[(p*panelW+j)*2+1] = 0
-			}
-		}
-	}
-}
-
 func gemvPairsGo(x []float32, w []uint16, k int, c []float32) {
 	var acc [4][panelW]float32
 	x = x[:k]
-	w = w[:(k+1)/2*2*panelW]
+	w = w[:pairPanelSize(k)]
 	for i, xv := range x {
 		p, h := i/2, i%2
 		a := &acc[2*(p&1)+h]
@@ -178,7 +158,7 @@ func gemvPairsGo(x []float32, w []uint16, k int, c []float32) {
 // bf16 math: element (r, i) of a panel sits at ((i/2)*16 + r)*2 + i%2.
 func packPairPanels(p *pool, out []uint16, rows, cols int, get func(r int) []uint16) []uint16 {
 	panels := (rows + panelW - 1) / panelW
-	size := (cols + 1) / 2 * 2 * panelW
+	size := pairPanelSize(cols)
 	out = out[:panels*size]
 	p.run(panels, rows*cols, func(_, lo, hi int) {
 		for pi := lo; pi < hi; pi++ {
@@ -196,9 +176,11 @@ func packPairPanels(p *pool, out []uint16, rows, cols int, get func(r int) []uin
 
 // pairPanelsLen is the number of elements of a [rows, cols] matrix packed into panels
 // of pairs.
-func pairPanelsLen(rows, cols int) int {
-	return (rows + panelW - 1) / panelW * (cols + 1) / 2 * 2 * panelW
-}
+func pairPanelsLen(rows, cols int) int { return (rows + panelW - 1) / panelW * pairPanelSize(cols) }
+
+// pairPanelSize is the number of elements of one panel of pairs of a matrix with cols
+// columns: ceil(cols/2) pairs of 16 rows.
+func pairPanelSize(cols int) int { return (cols + 1) / 2 * 2 * panelW }
 
 func gemvF32Go(x, w []float32, k int, c []float32, panels int) {
 	x = x[:k]
