@@ -57,7 +57,7 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 		return nil, err
 	}
 	for i, d := range defs {
-		alts, err := c.alts(i, d.alts)
+		alts, err := c.alts(i, topAlts(d.alts))
 		if err != nil {
 			return nil, err
 		}
@@ -246,6 +246,45 @@ func (c *compiler) helper(owner int, pos Pos) int {
 	c.g.Rules = append(c.g.Rules, Rule{Name: name, Pos: pos})
 	c.owner = append(c.owner, owner)
 	return i
+}
+
+// topAlts returns a rule's alternatives with a body that is one group written
+// as the rule's own: r ::= (a | b) is r ::= a | b, and r ::= (a | b)? is
+// r ::= a | b | "" (generated grammars write such bodies often, and as written
+// each would be a rule whose one alternative refers to a helper rule). A group
+// of one alternative under ? is taken apart only when it matches some text,
+// so that an empty repetition is still refused as written.
+func topAlts(alts [][]*node) [][]*node {
+	if len(alts) != 1 || len(alts[0]) != 1 {
+		return alts
+	}
+	n := alts[0][0]
+	switch {
+	case n.op == opGroup && len(n.alts) >= 2:
+		return n.alts
+	case n.op == opRepeat && n.min == 0 && n.max == 1 && n.sub.op == opGroup:
+		g := n.sub
+		if len(g.alts) >= 2 || (len(g.alts) == 1 && consumes(g.alts[0])) {
+			return append(g.alts[:len(g.alts):len(g.alts)], nil)
+		}
+	}
+	return alts
+}
+
+// consumes reports whether a sequence has an item that always compiles to at
+// least one element (a class, a reference, a token or a non-empty literal).
+func consumes(seq []*node) bool {
+	for _, n := range seq {
+		switch n.op {
+		case opClass, opRef, opToken, opExcept:
+			return true
+		case opLiteral:
+			if len(n.runes) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *compiler) alts(rule int, alts [][]*node) ([]Sequence, error) {

@@ -94,7 +94,9 @@ type conv struct {
 	// key characters by the characters excluded ("kother\x00" and the runes); no
 	// stringDFA key starts with "k".
 	strings map[string]string
-	regions map[string]*keyRegions // patternKV's key regions by patterns and names
+	// runeExprs: keyRune's expressions, by character
+	runeExprs map[rune]string
+	regions   map[string]*keyRegions // patternKV's key regions by patterns and names
 	// recursive is set when a $ref was reached while its target was being
 	// converted: only then can a rule fail to produce any finite text.
 	recursive bool

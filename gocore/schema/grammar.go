@@ -74,6 +74,15 @@ func (b *builder) rule(base, body string) string {
 	return n
 }
 
+// ruleBytes is rule for a body in a scratch buffer: the body is copied only
+// when it is new.
+func (b *builder) ruleBytes(base string, body []byte) string {
+	if n, ok := b.byBody[string(body)]; ok {
+		return n
+	}
+	return b.rule(base, string(body))
+}
+
 // fixed defines a rule under exactly this name once (for shared primitives).
 func (b *builder) fixed(name, body string) string {
 	if _, ok := b.rules[name]; ok {

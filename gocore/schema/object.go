@@ -237,7 +237,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 		} else if len(allNames) == 0 {
 			key = primRef(c.b, "string")
 		} else {
-			key = c.keyExcept(allNames, hint)
+			key = c.keyExcept(allNames)
 		}
 		v, err := c.visit(addl, ptr+"/additionalProperties", hint+"-additional")
 		if err != nil {
@@ -524,64 +524,95 @@ func (c *conv) checkName(s any, name string) (ok, decided bool) {
 // keyExcept is the grammar of a JSON string (canonical spelling) that is none of
 // names: a trie of the names, where each node may end (unless a name ends
 // there) or continue with a character no name continues with.
-func (c *conv) keyExcept(names []string, hint string) string {
+func (c *conv) keyExcept(names []string) string {
 	// One grammar per set of names, however many objects share it.
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
-	key := "keyExcept\x00" + strings.Join(slices.Compact(sorted), "\x00")
+	sorted := slices.Compact(slices.Sorted(slices.Values(names)))
+	key := "keyExcept\x00" + strings.Join(sorted, "\x00")
 	if x, ok := c.strings[key]; ok {
 		return x
 	}
-	x := c.keyExceptTrie(names, hint)
+	x := c.keyExceptTrie(sorted)
 	c.strings[key] = x
 	return x
 }
 
-func (c *conv) keyExceptTrie(names []string, hint string) string {
-	type node struct {
-		kids map[rune]*node
-		end  bool
-	}
-	root := &node{kids: map[rune]*node{}}
-	for _, n := range names {
-		cur := root
-		for _, r := range n {
-			nx, ok := cur.kids[r]
-			if !ok {
-				nx = &node{kids: map[rune]*node{}}
-				cur.kids[r] = nx
-			}
-			cur = nx
-		}
-		cur.end = true
-	}
+// keyExceptTrie writes the trie of sorted (ascending, no duplicates) bottom
+// up, one rule per node. Identical subtries (the same names continue the same
+// way) are one rule, within a set and across sets: builder.rule finds a body
+// already written. Schemas with many objects (Kubernetes: ~300 sets of names,
+// ~20,000 trie nodes, ~6,000 distinct) make this a hot path, so a node's body
+// is assembled in one scratch buffer and looked up without a copy.
+func (c *conv) keyExceptTrie(sorted []string) string {
 	krest := primRef(c.b, "krest")
-	var write func(n *node) string
-	write = func(n *node) string {
-		var alts []string
-		if !n.end {
-			alts = append(alts, gbnf.QuoteLiteral(`"`))
+	var buf []byte
+	var next []rune
+	// write returns the rule of the trie node for ns, names that share their
+	// first d bytes (ascending, so a name that ends at d comes first).
+	var write func(ns []string, d int) string
+	write = func(ns []string, d int) string {
+		type kid struct {
+			r    rune
+			rule string
 		}
-		runes := make([]rune, 0, len(n.kids))
-		for r := range n.kids {
-			runes = append(runes, r)
+		var kids []kid
+		end := len(ns[0]) == d
+		rest := ns
+		if end {
+			rest = ns[1:]
 		}
-		slices.Sort(runes)
-		for _, r := range runes {
-			alts = append(alts, seq(group(jsonRuneExpr(r)), write(n.kids[r])))
+		for len(rest) > 0 {
+			r, size := utf8.DecodeRuneInString(rest[0][d:])
+			j := 1
+			for j < len(rest) && strings.HasPrefix(rest[j][d:], rest[0][d:d+size]) {
+				j++
+			}
+			kids = append(kids, kid{r, write(rest[:j], d+size)})
+			rest = rest[j:]
 		}
-		// any other character, then anything (one expression per set of
-		// next characters: sets repeat across the trie and across objects)
-		ok := "kother\x00" + string(runes)
+		buf = buf[:0]
+		if !end {
+			buf = append(buf, `"\""`...)
+		}
+		next = next[:0]
+		for _, k := range kids {
+			if len(buf) > 0 {
+				buf = append(buf, " | "...)
+			}
+			buf = append(buf, c.keyRune(k.r)...)
+			buf = append(buf, ' ')
+			buf = append(buf, k.rule...)
+			next = append(next, k.r)
+		}
+		// any other character, then anything: one rule per set of next
+		// characters (sets repeat across the trie and across objects, and a
+		// group written inline would be a helper rule per trie node)
+		ok := "kother\x00" + string(next)
 		other, done := c.strings[ok]
 		if !done {
-			other = c.keyOther(runes)
+			other = c.b.rule("ko", seq(c.keyOther(next), krest))
 			c.strings[ok] = other
 		}
-		alts = append(alts, seq(other, krest))
-		return c.b.rule("k", alt(alts))
+		if len(buf) > 0 {
+			buf = append(buf, " | "...)
+		}
+		buf = append(buf, other...)
+		return c.b.ruleBytes("k", buf)
 	}
-	return seq(gbnf.QuoteLiteral(`"`), write(root))
+	return seq(`"\""`, write(sorted, 0))
+}
+
+// keyRune is the expression of key character r, as a group (memoized: a
+// trie repeats its characters).
+func (c *conv) keyRune(r rune) string {
+	if x, ok := c.runeExprs[r]; ok {
+		return x
+	}
+	if c.runeExprs == nil {
+		c.runeExprs = map[rune]string{}
+	}
+	x := group(jsonRuneExpr(r))
+	c.runeExprs[r] = x
+	return x
 }
 
 // keyOther is the expression of a key character that is none of runes (a

@@ -59,6 +59,7 @@ func TestParseErrors(t *testing.T) {
 		{"nothing to repeat after a bar", `root ::= "a" | +`, gbnf.ErrSyntax, `1:16: "+" must follow an item to repeat`},
 		{"repeating an empty literal", `root ::= ""*`, gbnf.ErrSyntax, `1:12: "*" must follow an item to repeat, not an empty literal`},
 		{"repeating an empty group", `root ::= ()?`, gbnf.ErrSyntax, `1:12: nothing to repeat: the item before "?" is empty`},
+		{"repeating a group of empty literals", `root ::= ("" "")?`, gbnf.ErrSyntax, `1:17: nothing to repeat: the item before "?" is empty`},
 		{"no count", `root ::= "a"{}`, gbnf.ErrSyntax, `1:14: expected a repetition count in "{}"`},
 		{"no counts", `root ::= "a"{,}`, gbnf.ErrSyntax, `1:15: expected a minimum or maximum repetition count in "{,}"`},
 		{"max below min", `root ::= "a"{2,1}`, gbnf.ErrSyntax, `1:13: repetition {2,1}: the maximum is less than the minimum`},

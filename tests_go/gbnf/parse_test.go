@@ -52,7 +52,10 @@ func TestParseConstructs(t *testing.T) {
 		{"token id", `root ::= <[1000]> !<[1001]>`, "root ::= <[1000]> !<[1001]>\n"},
 		{"named token", `root ::= <|eot_id|> !<think>`, "root ::= <|eot_id|> !<think>\n"},
 		{"comments", "# a comment\nroot ::= \"a\" # trailing\n# last", "root ::= \"a\"\n"},
-		{"rule over several lines inside parentheses", "root ::= (\n  \"a\"\n  | \"b\"\n)", "root ::= root-1\nroot-1 ::= \"a\" | \"b\"\n"},
+		{"rule over several lines inside parentheses", "root ::= (\n  \"a\"\n  | \"b\"\n)", "root ::= \"a\" | \"b\"\n"},
+		// a body that is one group is the rule's own alternatives, not a helper
+		{"body that is one optional group", `root ::= ("a" x | "b")?` + "\nx ::= \"x\"", "root ::= \"a\" x | \"b\" | \"\"\nx ::= \"x\"\n"},
+		{"body that is one optional sequence", `root ::= ("a" x)?` + "\nx ::= \"x\"", "root ::= \"a\" x | \"\"\nx ::= \"x\"\n"},
 		{"rule continues after a trailing bar", "root ::= \"a\" |\n  \"b\"", "root ::= \"a\" | \"b\"\n"},
 		{"body may start on the next line", "root ::=\n  \"a\"", "root ::= \"a\"\n"},
 		{"CRLF line ends", "root ::= a\r\na ::= \"a\"\r\n", "root ::= a\na ::= \"a\"\n"},
