@@ -579,58 +579,176 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 	return names[0]
 }
 
-// minimize merges equivalent states (Moore's partition refinement); the
-// automaton must be trimmed (every state can accept).
+// minimize merges equivalent states; the automaton must be trimmed (every
+// state can accept). It refines the partition {accepting, other} until every
+// block's states have the same signature (their edges, by block of target,
+// adjacent ranges into one block merged), as Moore's algorithm does, but a
+// round looks only at the predecessors of the states that changed block in
+// the round before: the others' signatures cannot have changed. Moore's
+// rounds each look at every state, and an automaton that counts (a length
+// bound: a chain of n states) takes n rounds, so n^2 signatures; here it
+// takes O(n). Blocks are ranges of one array of states (Hopcroft's layout),
+// so a split moves only the states that leave.
 func (d *dfa) minimize() *dfa {
 	n := len(d.states)
 	if n <= 1 {
 		return d
 	}
+	// predecessors, in compressed rows
+	predStart := make([]int32, n+1)
+	for _, st := range d.states {
+		for _, e := range st.edges {
+			predStart[e.to+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		predStart[i+1] += predStart[i]
+	}
+	preds := make([]int32, predStart[n])
+	fill := slices.Clone(predStart[:n])
+	for s, st := range d.states {
+		for _, e := range st.edges {
+			preds[fill[e.to]] = int32(s)
+			fill[e.to]++
+		}
+	}
+	// blocks: elems[start[b]:end[b]] are block b's states; pos[s] is where s is
 	class := make([]int32, n)
-	accepting := 0
+	elems := make([]int32, 0, n)
+	for s, st := range d.states {
+		if !st.accept {
+			elems = append(elems, int32(s))
+		}
+	}
+	split := int32(len(elems))
 	for s, st := range d.states {
 		if st.accept {
+			elems = append(elems, int32(s))
 			class[s] = 1
-			accepting++
 		}
 	}
-	classes := 2
-	if accepting == 0 || accepting == n {
-		classes = 1
+	pos := make([]int32, n)
+	for i, s := range elems {
+		pos[s] = int32(i)
 	}
-	var b []byte // one signature buffer for every state and round
-	for {
-		sig := make(map[string]int32, classes)
-		next := make([]int32, n)
-		for s, st := range d.states {
-			b = binary.LittleEndian.AppendUint32(b[:0], uint32(class[s]))
-			// edges by class of target, adjacent ranges with the same class merged
-			var lastTo int32 = -1
-			var lastHi rune = -2
-			for _, e := range st.edges {
-				to := class[e.to]
-				if to == lastTo && e.lo == lastHi+1 {
-					b = b[:len(b)-4]
-				} else {
-					b = binary.LittleEndian.AppendUint32(b, uint32(e.lo))
-					b = binary.LittleEndian.AppendUint32(b, uint32(to))
+	start, end := []int32{0, split}, []int32{split, int32(n)}
+	if split == 0 || split == int32(n) {
+		// one block: every state accepts, or none does
+		start, end = []int32{0}, []int32{int32(n)}
+		clear(class)
+	}
+	var b []byte // signature buffer
+	sigOf := func(s int32) []byte {
+		b = b[:0]
+		var lastTo int32 = -1
+		var lastHi rune = -2
+		for _, e := range d.states[s].edges {
+			to := class[e.to]
+			if to == lastTo && e.lo == lastHi+1 {
+				b = b[:len(b)-4]
+			} else {
+				b = binary.LittleEndian.AppendUint32(b, uint32(e.lo))
+				b = binary.LittleEndian.AppendUint32(b, uint32(to))
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(e.hi))
+			lastTo, lastHi = to, e.hi
+		}
+		return b
+	}
+	mark := make([]int32, n) // round in which a state is a candidate
+	cands := make([]int32, n)
+	for i := range cands {
+		cands[i] = int32(i)
+	}
+	var moved, movedTo []int32
+	groups := map[string]int32{}
+	var gid []int32 // each candidate's group, in the order of cands of a block
+	for round := int32(1); len(cands) > 0; round++ {
+		for _, s := range cands {
+			mark[s] = round
+		}
+		// candidates by block (a stable sort: blocks in order, then states)
+		slices.SortFunc(cands, func(x, y int32) int {
+			if class[x] != class[y] {
+				return int(class[x] - class[y])
+			}
+			return int(x - y)
+		})
+		moved, movedTo = moved[:0], movedTo[:0]
+		for i := 0; i < len(cands); {
+			blk := class[cands[i]]
+			j := i
+			for j < len(cands) && class[cands[j]] == blk {
+				j++
+			}
+			list := cands[i:j]
+			i = j
+			// the signature the block keeps: that of a state that is not a
+			// candidate (all of those share it), else the first candidate's
+			clear(groups)
+			stay := list[0]
+			if int32(len(list)) < end[blk]-start[blk] {
+				for _, s := range elems[start[blk]:end[blk]] {
+					if mark[s] != round {
+						stay = s
+						break
+					}
 				}
-				b = binary.LittleEndian.AppendUint32(b, uint32(e.hi))
-				lastTo, lastHi = to, e.hi
 			}
-			id, ok := sig[string(b)] // a lookup that copies nothing
-			if !ok {
-				id = int32(len(sig))
-				sig[string(b)] = id
+			groups[string(sigOf(stay))] = -1
+			gid = gid[:0]
+			leaving := false
+			for _, s := range list {
+				g, ok := groups[string(sigOf(s))]
+				if !ok {
+					g = int32(len(groups) - 1)
+					groups[string(b)] = g
+				}
+				gid = append(gid, g)
+				leaving = leaving || g >= 0
 			}
-			next[s] = id
+			if !leaving {
+				continue
+			}
+			// each group of leavers becomes a new block at the end of blk's range
+			first := int32(len(start))
+			for range len(groups) - 1 {
+				start, end = append(start, 0), append(end, 0)
+			}
+			for g := int32(0); g < int32(len(groups)-1); g++ {
+				nb := first + g
+				end[nb] = end[blk]
+				for k, s := range list {
+					if gid[k] != g {
+						continue
+					}
+					last := end[blk] - 1
+					o := elems[last]
+					elems[pos[s]], elems[last] = o, s
+					pos[o], pos[s] = pos[s], last
+					end[blk] = last
+					moved, movedTo = append(moved, s), append(movedTo, nb)
+				}
+				start[nb] = end[blk]
+			}
 		}
-		class = next
-		if len(sig) == classes {
-			break
+		// Signatures are taken against the blocks as they were at the start
+		// of the round (as in Moore's rounds), so the moves apply at its end.
+		for k, s := range moved {
+			class[s] = movedTo[k]
 		}
-		classes = len(sig)
+		// next round: the predecessors of the states that moved
+		cands = cands[:0]
+		for _, s := range moved {
+			for _, p := range preds[predStart[s]:predStart[s+1]] {
+				if mark[p] != -round {
+					mark[p] = -round
+					cands = append(cands, p)
+				}
+			}
+		}
 	}
+	classes := len(start)
 	if classes == n {
 		return d
 	}
