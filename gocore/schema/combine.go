@@ -154,7 +154,10 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 			}
 			return nil
 		}
-		if err := walk(0, base); err != nil {
+		c.combos++
+		err := walk(0, base)
+		c.combos--
+		if err != nil {
 			return "", err
 		}
 	}

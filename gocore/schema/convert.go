@@ -105,6 +105,14 @@ type conv struct {
 	// leftEdge holds the $ref targets being converted at whose start no text
 	// has been matched yet: reaching one again there is left recursion.
 	leftEdge map[string]bool
+	// combos > 0 while visitGroups converts combinations, whose merged
+	// schemas repeat (a oneOf made exclusive merges each branch with the
+	// negations of the others, and their properties' schemas recur from
+	// combination to combination); flatMemo holds what visitFlat made of
+	// each there (see flatKey).
+	combos   int
+	flatMemo map[string]string
+	keyBuf   []byte
 }
 
 func (c *conv) errorf(keyword, ptr, format string, args ...any) error {

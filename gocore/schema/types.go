@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -34,6 +35,107 @@ func (c *conv) named(hint, expr string) string {
 
 // visitFlat converts a flattened schema (no $ref beside other keywords, no allOf).
 func (c *conv) visitFlat(o *object, ptr, hint string) (string, error) {
+	if c.combos == 0 {
+		return c.visitFlatOnce(o, ptr, hint)
+	}
+	key, ok := c.flatKey(o, ptr)
+	if !ok {
+		return c.visitFlatOnce(o, ptr, hint)
+	}
+	if x, ok := c.flatMemo[key]; ok {
+		return x, nil
+	}
+	x, err := c.visitFlatOnce(o, ptr, hint)
+	if err == nil {
+		if c.flatMemo == nil {
+			c.flatMemo = map[string]string{}
+		}
+		c.flatMemo[key] = x
+	}
+	return x, err
+}
+
+// flatKey is what visitFlat's result depends on: the schema (its keywords in
+// order, and its private ones: groups with their pointers, conflicts), the
+// pointer it is at, and the references at whose left edge it is (a
+// reference reached there again is left recursion). The rules a first
+// conversion wrote stay, and a repeat of it would write nothing new: its
+// $refs are converted once, and the keywords it ignores are listed once per
+// pointer. ok is false for a value the key cannot spell.
+func (c *conv) flatKey(o *object, ptr string) (string, bool) {
+	b := append(c.keyBuf[:0], ptr...)
+	b = append(b, 0)
+	if len(c.leftEdge) > 0 {
+		refs := make([]string, 0, len(c.leftEdge))
+		for r := range c.leftEdge {
+			refs = append(refs, r)
+		}
+		slices.Sort(refs)
+		for _, r := range refs {
+			b = appendKeyString(b, 'L', r)
+		}
+	}
+	b, ok := appendKeyValue(b, o)
+	c.keyBuf = b
+	return string(b), ok
+}
+
+func appendKeyString(b []byte, tag byte, s string) []byte {
+	b = append(b, tag)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendKeyValue(b []byte, v any) ([]byte, bool) {
+	ok := true
+	switch v := v.(type) {
+	case nil:
+		b = append(b, 'n')
+	case bool:
+		b = append(b, 'f')
+		if v {
+			b[len(b)-1] = 't'
+		}
+	case string:
+		b = appendKeyString(b, 's', v)
+	case json.Number:
+		b = appendKeyString(b, '#', string(v))
+	case *object:
+		b = append(b, '{')
+		b = binary.AppendUvarint(b, uint64(len(v.keys)))
+		for _, k := range v.keys {
+			b = appendKeyString(b, 'k', k)
+			if b, ok = appendKeyValue(b, v.vals[k]); !ok {
+				return b, false
+			}
+		}
+	case []any:
+		b = append(b, '[')
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		for _, x := range v {
+			if b, ok = appendKeyValue(b, x); !ok {
+				return b, false
+			}
+		}
+	case []altGroup:
+		b = append(b, 'G')
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		for _, g := range v {
+			b = appendKeyString(b, 'g', g.ptr)
+			if g.one {
+				b = append(b, '1')
+			}
+			if b, ok = appendKeyValue(b, g.branches); !ok {
+				return b, false
+			}
+		}
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+func (c *conv) visitFlatOnce(o *object, ptr, hint string) (string, error) {
 	if cv, ok := o.get(conflictKey); ok {
 		parts := strings.SplitN(cv.(string), "\x00", 2)
 		if err := c.unsupported(parts[0], parts[1], "allOf (or $ref with siblings) combines values of this keyword that cannot be enforced together"); err != nil {
