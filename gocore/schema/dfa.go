@@ -533,6 +533,40 @@ func (d *dfa) maxLen() (int, bool) {
 	return longest[0], true
 }
 
+// postorder lists the states reachable from the start, each after every
+// state it leads to, when the automaton has no cycle (ok false otherwise).
+func (d *dfa) postorder() (order []int32, ok bool) {
+	const white, grey, black = 0, 1, 2
+	color := make([]uint8, len(d.states))
+	order = make([]int32, 0, len(d.states))
+	type frame struct {
+		s    int32
+		next int
+	}
+	stack := []frame{{0, 0}}
+	color[0] = grey
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		edges := d.states[f.s].edges
+		if f.next == len(edges) {
+			color[f.s] = black
+			order = append(order, f.s)
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		to := edges[f.next].to
+		f.next++
+		switch color[to] {
+		case grey:
+			return order, false
+		case white:
+			color[to] = grey
+			stack = append(stack, frame{to, 0})
+		}
+	}
+	return order, true
+}
+
 // grammar writes the automaton as right-linear rules (JSON string content in
 // json mode) and returns the start's expression ("" for the empty text only).
 func (d *dfa) grammar(rc *regexConv, hint string) string {
@@ -541,13 +575,25 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 	}
 	names := make([]string, len(d.states))
 	final := func(s int32) bool { return d.states[s].accept && len(d.states[s].edges) == 0 }
-	for s := range d.states {
-		if !final(int32(s)) {
-			names[s] = rc.b.reserve(hint + "-s" + strconv.Itoa(s))
+	// An acyclic automaton (a length bound makes one) is written from its
+	// last states back, each state's rule found by its body (builder.rule):
+	// a state with the same continuations as one already written, in this
+	// automaton or another, is that rule. Several automata in one grammar (the
+	// branches of an anyOf of patterns with the same length bounds) share
+	// what they have in common. A cycle needs its names before its bodies.
+	order, acyclic := d.postorder()
+	if !acyclic {
+		order = order[:0]
+		for s := range d.states {
+			if !final(int32(s)) {
+				names[s] = rc.b.reserve(hint + "-s" + strconv.Itoa(s))
+			}
+			order = append(order, int32(s))
 		}
 	}
-	for s, st := range d.states {
-		if final(int32(s)) {
+	for _, s := range order {
+		st := d.states[s]
+		if final(s) {
 			continue
 		}
 		// one alternative per target, in order of first appearance
@@ -571,7 +617,11 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 		if st.accept {
 			body = "(" + body + ")?"
 		}
-		rc.b.define(names[s], body)
+		if acyclic {
+			names[s] = rc.b.rule(hint+"-s"+strconv.Itoa(int(s)), body)
+		} else {
+			rc.b.define(names[s], body)
+		}
 	}
 	if final(0) {
 		return `""`
