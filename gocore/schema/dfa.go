@@ -353,37 +353,42 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 		// an intersection: a tuple with a rejected component is dead
 		live = func(states []int32) bool { return !slices.Contains(states, -1) }
 	}
-	keyOf := func(t tup) string {
-		b := make([]byte, 0, 4*n+4)
-		for _, s := range t.states {
-			b = binary.LittleEndian.AppendUint32(b, uint32(s))
+	// a tuple's key, in a buffer reused for every lookup (a lookup with
+	// string(key) copies nothing; only a new tuple's key is copied)
+	var key []byte
+	keyOf := func(states []int32, count int) []byte {
+		key = key[:0]
+		for _, s := range states {
+			key = binary.LittleEndian.AppendUint32(key, uint32(s))
 		}
 		if counted {
-			b = binary.LittleEndian.AppendUint32(b, uint32(t.count))
+			key = binary.LittleEndian.AppendUint32(key, uint32(count))
 		}
-		return string(b)
+		return key
 	}
 	out := &dfa{}
 	index := map[string]int32{}
 	var tuples []tup
-	add := func(t tup) (int32, error) {
-		k := keyOf(t)
-		if i, ok := index[k]; ok {
+	// add returns the state of a tuple (states is copied when it is new)
+	add := func(states []int32, count int) (int32, error) {
+		k := keyOf(states, count)
+		if i, ok := index[string(k)]; ok {
 			return i, nil
 		}
 		if len(out.states) >= maxDFAStates {
 			return 0, errDFATooLarge
 		}
 		i := int32(len(out.states))
-		index[k] = i
-		out.states = append(out.states, dstate{accept: accept(t.states) && t.count >= minLen})
-		tuples = append(tuples, t)
+		index[string(k)] = i
+		out.states = append(out.states, dstate{accept: accept(states) && count >= minLen})
+		tuples = append(tuples, tup{states: slices.Clone(states), count: count})
 		return i, nil
 	}
-	first := tup{states: make([]int32, n)}
-	if _, err := add(first); err != nil {
+	if _, err := add(make([]int32, n), 0); err != nil {
 		return nil, err
 	}
+	next := make([]int32, n)
+	var cuts []rune
 	for si := 0; si < len(tuples); si++ {
 		cur := tuples[si]
 		if maxLen >= 0 && cur.count >= maxLen {
@@ -391,7 +396,7 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 		}
 		// every code point belongs to some interval: a tuple whose components
 		// all rejected may still accept (a complement)
-		cuts := []rune{0, 0xD800, 0xE000, unicode.MaxRune + 1}
+		cuts = append(cuts[:0], 0, 0xD800, 0xE000, unicode.MaxRune+1)
 		for c, s := range cur.states {
 			if s < 0 {
 				continue
@@ -408,17 +413,17 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 			if lo == 0xD800 {
 				continue // surrogates are not characters
 			}
-			next := tup{states: make([]int32, n), count: cur.count + 1}
+			count := cur.count + 1
 			if maxLen < 0 {
-				next.count = min(next.count, minLen)
+				count = min(count, minLen)
 			}
 			for c, s := range cur.states {
-				next.states[c] = ds[c].step(s, lo)
+				next[c] = ds[c].step(s, lo)
 			}
-			if live != nil && !live(next.states) {
+			if live != nil && !live(next) {
 				continue
 			}
-			to, err := add(next)
+			to, err := add(next, count)
 			if err != nil {
 				return nil, err
 			}
