@@ -596,36 +596,49 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 			order = append(order, int32(s))
 		}
 	}
+	var targets []int32
+	var ranges []rng
+	var body []byte
 	for _, s := range order {
 		st := d.states[s]
 		if final(s) {
 			continue
 		}
-		// one alternative per target, in order of first appearance
-		var targets []int32
-		byTarget := map[int32][]rng{}
+		// one alternative per target, in order of first appearance (a state
+		// has few edges: a scan finds each target's)
+		targets = targets[:0]
 		for _, e := range st.edges {
-			if _, ok := byTarget[e.to]; !ok {
+			if !slices.Contains(targets, e.to) {
 				targets = append(targets, e.to)
 			}
-			byTarget[e.to] = append(byTarget[e.to], rng{Lo: e.lo, Hi: e.hi})
 		}
-		var alts []string
-		for _, t := range targets {
-			x := rc.classExpr(gbnf.NormalizeRanges(byTarget[t]))
-			if !final(t) {
-				x = seq(x, names[t])
-			}
-			alts = append(alts, x)
-		}
-		body := alt(alts)
+		body = body[:0]
 		if st.accept {
-			body = "(" + body + ")?"
+			body = append(body, '(')
+		}
+		for i, t := range targets {
+			ranges = ranges[:0]
+			for _, e := range st.edges {
+				if e.to == t {
+					ranges = append(ranges, rng{Lo: e.lo, Hi: e.hi})
+				}
+			}
+			if i > 0 {
+				body = append(body, " | "...)
+			}
+			body = append(body, rc.classExpr(gbnf.NormalizeRanges(ranges))...)
+			if !final(t) {
+				body = append(body, ' ')
+				body = append(body, names[t]...)
+			}
+		}
+		if st.accept {
+			body = append(body, ")?"...)
 		}
 		if acyclic {
-			names[s] = rc.b.rule(hint+"-s"+strconv.Itoa(int(s)), body)
+			names[s] = rc.b.ruleBytes(hint+"-s"+strconv.Itoa(int(s)), body)
 		} else {
-			rc.b.define(names[s], body)
+			rc.b.define(names[s], string(body))
 		}
 	}
 	if final(0) {
