@@ -453,7 +453,9 @@ func (ob *objBuilder) build(i, n int) (string, bool) {
 			}
 			return x, true
 		}
-		return repeat(seq(comma, ob.addKV, ws), lo, hi), true
+		// one rule per loop, however many places end with it (every state
+		// after a property of an object that allows others ends so)
+		return ob.c.b.rule("more", repeat(seq(comma, ob.addKV, ws), lo, hi)), true
 	}
 	np := ob.named[i]
 	var alts []string
