@@ -158,6 +158,9 @@ func forEachRef(x string, f func(string)) {
 // ruleName keeps letters, digits and '-' of s (GBNF rule names), mapping others
 // to '-', and keeps only the last 24 characters (the most specific part).
 func ruleName(s string) string {
+	if cleanName(s) {
+		return s // the common case (a name the converter made): no copy
+	}
 	var sb strings.Builder
 	for _, r := range s {
 		switch {
@@ -179,6 +182,22 @@ func ruleName(s string) string {
 		return "r"
 	}
 	return n
+}
+
+// cleanName reports whether ruleName would return s unchanged.
+func cleanName(s string) bool {
+	if s == "" || len(s) > 24 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-' && s[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // rng is an inclusive range of code points.
