@@ -238,3 +238,41 @@ func oneOfOptionalDiscriminators(n int) []byte {
 func BenchmarkOneOfOptionalDiscriminators(b *testing.B) {
 	benchSchemaAccepts(b, oneOfOptionalDiscriminators(5), `{"command": "c1"}`)
 }
+
+// BenchmarkLengthBoundedPattern: schema -> first mask for a pattern under a
+// maxLength of 1,000: the automaton counts, a chain of ~2,000 states that
+// minimization refines block by block (it took one round per state before).
+func BenchmarkLengthBoundedPattern(b *testing.B) {
+	benchSchemaAccepts(b, []byte(`{"type":"string","pattern":"^[a-z]+(-[a-z]+)*$","minLength":3,"maxLength":1000}`), `"abc-def"`)
+}
+
+// BenchmarkAnyOfLengthBoundedPatterns: an anyOf of eight patterns under the same
+// length bounds (the shape of MaskBench's Handwritten allany22): one counting
+// automaton per branch, whose equal states are one rule.
+func BenchmarkAnyOfLengthBoundedPatterns(b *testing.B) {
+	var br []string
+	for i := 0; i < 8; i++ {
+		br = append(br, fmt.Sprintf(`{"pattern":"%c.*%c"}`, 'a'+i, 'b'+i))
+	}
+	s := `{"type":"string","minLength":10,"maxLength":90,"anyOf":[` + strings.Join(br, ",") + `]}`
+	benchSchemaAccepts(b, []byte(s), `"xxaxxxxbxx"`)
+}
+
+// BenchmarkKeyExclusionObjects: 300 objects that allow further properties, each
+// with 20 names drawn from a pool of 200 (the shape of MaskBench's Kubernetes
+// schemas): each needs the keys that are none of its names, a trie per set of
+// names whose equal subtries are one rule.
+func BenchmarkKeyExclusionObjects(b *testing.B) {
+	r := rand.New(rand.NewSource(3))
+	pool := enumWords(200)
+	var objs []string
+	for i := 0; i < 300; i++ {
+		var ps []string
+		for _, j := range r.Perm(len(pool))[:20] {
+			ps = append(ps, fmt.Sprintf(`%q:{"type":"string"}`, pool[j]))
+		}
+		objs = append(objs, fmt.Sprintf(`"o%d":{"type":"object","properties":{%s}}`, i, strings.Join(ps, ",")))
+	}
+	s := `{"type":"object","properties":{` + strings.Join(objs, ",") + `}}`
+	benchSchemaAccepts(b, []byte(s), `{"o1": {"zzz": 1}}`)
+}

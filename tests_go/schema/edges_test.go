@@ -491,3 +491,109 @@ func TestNoDeadEnds(t *testing.T) {
 	c := newChecker(t, g)
 	assert.True(t, c.accepts(`"a"`))
 }
+
+// TestAnyOfPatternsAgainstRegexp: an anyOf of patterns under one pair of length
+// bounds becomes one automaton per branch, written from its last states back
+// so that equal states share one rule within and across the branches' automata
+// (and long bounds make long chains for minimization). On random strings of up
+// to 45 characters the grammar's verdict is regexp's for some branch, and the
+// length check.
+func TestAnyOfPatternsAgainstRegexp(t *testing.T) {
+	sets := [][]string{
+		{`a`, `b`},
+		{`^x`, `y$`, `xy`},
+		{`^[ab]+$`, `^(ab)*c`, `b.*b`},
+		{`[0-9]{2}`, `^[^a]*a[^a]*$`, `a|^b|c$`},
+	}
+	alphabet := []rune{'a', 'b', 'c', 'x', 'y', '0', '1', '"', 'é'}
+	r := rand.New(rand.NewSource(11))
+	randString := func() string {
+		n := r.Intn(46)
+		if r.Intn(2) == 0 {
+			n = r.Intn(8)
+		}
+		rs := make([]rune, n)
+		for i := range rs {
+			rs[i] = alphabet[r.Intn(len(alphabet))]
+		}
+		return string(rs)
+	}
+	for _, set := range sets {
+		var res []*regexp.Regexp
+		var branches []any
+		for _, p := range set {
+			res = append(res, regexp.MustCompile(p))
+			branches = append(branches, map[string]any{"pattern": p})
+		}
+		for _, lim := range [][2]int{{2, 6}, {0, 40}, {5, -1}, {3, 30}} {
+			sch := map[string]any{"type": "string", "anyOf": branches}
+			if lim[0] > 0 {
+				sch["minLength"] = lim[0]
+			}
+			if lim[1] >= 0 {
+				sch["maxLength"] = lim[1]
+			}
+			text, _ := json.Marshal(sch)
+			g, ign, err := schema.FromJSONSchema(text)
+			require.NoError(t, err, string(text))
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			for i := 0; i < 400; i++ {
+				s := randString()
+				n := utf8.RuneCountInString(s)
+				match := false
+				for _, re := range res {
+					match = match || re.MatchString(s)
+				}
+				want := match && n >= lim[0] && (lim[1] < 0 || n <= lim[1])
+				q, _ := json.Marshal(s)
+				require.Equal(t, want, c.accepts(string(q)), "%s: %s", text, q)
+			}
+		}
+	}
+}
+
+// TestKeyExclusionAcrossObjects: objects that allow further properties need
+// every key that is none of their names; the tries of names are shared between
+// objects where their continuations are equal. With overlapping name sets, a
+// named key takes its own schema (integer) and any other key, a prefix or an
+// extension of a name included, the additional one (string).
+func TestKeyExclusionAcrossObjects(t *testing.T) {
+	names := map[string][]string{
+		"a": {"apiVersion", "kind", "metadata"},
+		"b": {"apiVersion", "api", "kindred"},
+		"c": {"kind", "kin", "k\u00e9", "k\"q"},
+	}
+	var props []string
+	for obj, ns := range names {
+		var ps []string
+		for _, n := range ns {
+			ps = append(ps, fmt.Sprintf(`%s:{"type":"integer"}`, mustJSON(n)))
+		}
+		props = append(props, fmt.Sprintf(`%q:{"type":"object","properties":{%s},"additionalProperties":{"type":"string"}}`, obj, strings.Join(ps, ",")))
+	}
+	text := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
+	g, ign, err := schema.FromJSONSchema([]byte(text))
+	require.NoError(t, err)
+	require.Empty(t, ign)
+	c := newChecker(t, g)
+	pool := []string{"", "a", "api", "apiV", "apiVersion", "apiVersions", "kin", "kind", "kinde", "kindred", "k", "ké", "kë", "k\"q", "k\"", "metadata", "meta", "x"}
+	r := rand.New(rand.NewSource(5))
+	for obj, ns := range names {
+		for i := 0; i < 120; i++ {
+			k := pool[r.Intn(len(pool))]
+			if r.Intn(4) == 0 {
+				k += pool[r.Intn(len(pool))]
+			}
+			named := false
+			for _, n := range ns {
+				named = named || n == k
+			}
+			q := mustJSON(k)
+			asInt := fmt.Sprintf(`{%q:{%s:1}}`, obj, q)
+			asStr := fmt.Sprintf(`{%q:{%s:"s"}}`, obj, q)
+			require.Equal(t, named, c.accepts(asInt), "%s", asInt)
+			require.Equal(t, !named, c.accepts(asStr), "%s", asStr)
+		}
+	}
+}
