@@ -495,7 +495,7 @@ func (c *compiler) except(n *node) ([]Element, error) {
 	}
 	e := Element{Kind: Except, Rule: -1, Token: -1}
 	if n.name != "" {
-		e.Rule = c.g.Index[n.name]
+		e.Rule = int(n.ref)
 	} else {
 		e.Literals = [][]byte{n.literal}
 	}

@@ -38,10 +38,8 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 		c.g.Rules = append(c.g.Rules, Rule{Name: d.name, Pos: p.position(d.off)})
 		c.owner = append(c.owner, len(c.owner))
 	}
-	for _, d := range defs {
-		if err := c.checkRefs(d.name, d.alts); err != nil {
-			return nil, err
-		}
+	if err := c.resolveRefs(); err != nil {
+		return nil, err
 	}
 	root, ok := c.g.Index[p.cfg.root]
 	if !ok {
@@ -53,8 +51,10 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 			Msg: "grammar has no root rule " + strconv.Quote(p.cfg.root) + " (asked for with WithRoot)"}
 	}
 	c.g.Root = root
-	if err := c.checkUnroll(defs); err != nil {
-		return nil, err
+	if p.bounds {
+		if err := c.checkUnroll(defs); err != nil {
+			return nil, err
+		}
 	}
 	for i, d := range defs {
 		alts, err := c.alts(i, topAlts(d.alts))
@@ -132,27 +132,19 @@ type compiler struct {
 // refSite is one element of the IR: rule, alternative and element index.
 type refSite struct{ rule, alt, elem int }
 
-func (c *compiler) checkRefs(rule string, alts [][]*node) error {
-	for _, seq := range alts {
-		for _, n := range seq {
-			for n.op == opRepeat {
-				n = n.sub
+// resolveRefs gives every reference the index of its rule, in the order they
+// were written, and refuses the first that names no rule.
+func (c *compiler) resolveRefs() error {
+	for _, u := range c.p.refs {
+		n := u.n
+		i, ok := c.g.Index[n.name]
+		if !ok {
+			if n.op == opExcept {
+				return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced by <except!([%s])> in rule %q)", n.name, n.name, u.rule)
 			}
-			switch n.op {
-			case opRef:
-				if _, ok := c.g.Index[n.name]; !ok {
-					return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, rule)
-				}
-			case opExcept:
-				if _, ok := c.g.Index[n.name]; n.name != "" && !ok {
-					return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced by <except!([%s])> in rule %q)", n.name, n.name, rule)
-				}
-			case opGroup:
-				if err := c.checkRefs(rule, n.alts); err != nil {
-					return err
-				}
-			}
+			return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, u.rule)
 		}
+		n.ref = int32(i)
 	}
 	return nil
 }
@@ -448,7 +440,7 @@ func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
 	// int32 halves the record (one per reference); grammars this large are far
 	// past WithMaxElements, and only an error's position would be off.
 	c.refOffs = append(c.refOffs, refOffset{int32(c.rule), int32(c.alt), int32(at), int32(min(n.off, math.MaxInt32))})
-	return append(out, Element{Kind: RuleRef, Rule: c.g.Index[n.name]}), nil
+	return append(out, Element{Kind: RuleRef, Rule: int(n.ref)}), nil
 }
 
 // counterFrom: repetitions with counts above it are kept as counters (Repeat).

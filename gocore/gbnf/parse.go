@@ -112,7 +112,8 @@ const (
 type node struct {
 	op      nodeOp
 	negated bool
-	off     int // byte offset of the node's syntax (of the operator, for opRepeat)
+	ref     int32 // opRef, opExcept with a name: the rule's index (set by compile)
+	off     int   // byte offset of the node's syntax (of the operator, for opRepeat)
 	runes   []rune
 	ranges  []Range
 	name    string
@@ -137,8 +138,14 @@ type parser struct {
 	lines []int // byte offsets where lines start
 	depth int
 	rule  string // the rule being parsed, for messages
-	slab  []node // nodes are carved from chunks (up to 256 nodes each)
-	runes []rune // literals' runes likewise (see runeBuf)
+	// refs: every reference, in the order written, with the rule it is in
+	// (compile resolves them in one pass, not a walk of the tree)
+	refs []refUse
+	// bounds: a {m,n} repetition was written (without one, every item
+	// unrolls to a single copy and checkUnroll has nothing to check)
+	bounds bool
+	slab   []node // nodes are carved from chunks (up to 256 nodes each)
+	runes  []rune // literals' runes likewise (see runeBuf)
 }
 
 // runeBuf returns an empty slice with room for n runes, carved from a shared
@@ -164,7 +171,17 @@ func (p *parser) node(n node) *node {
 		p.slab = make([]node, 0, min(max(2*cap(p.slab), 16), 256)) // small grammars stay small
 	}
 	p.slab = append(p.slab, n)
-	return &p.slab[len(p.slab)-1]
+	x := &p.slab[len(p.slab)-1]
+	if n.op == opRef || (n.op == opExcept && n.name != "") {
+		p.refs = append(p.refs, refUse{x, p.rule})
+	}
+	return x
+}
+
+// refUse is a reference and the rule it is written in.
+type refUse struct {
+	n    *node
+	rule string
 }
 
 // lineStarts returns the offsets at which each line of src starts.
@@ -417,6 +434,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 				if min, max, err = p.parseBounds(nested); err != nil {
 					return nil, err
 				}
+				p.bounds = true
 			}
 			last := seq[len(seq)-1]
 			if last.op == opLiteral && len(last.runes) == 0 {
