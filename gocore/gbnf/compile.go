@@ -1,6 +1,7 @@
 package gbnf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,12 +23,25 @@ import (
 // nothing); WithMaxElements bounds that. A group with one alternative is written
 // inline; one with several becomes a helper rule.
 func compile(p *parser, defs []ruleDef) (*Grammar, error) {
+	g, err := compileOnce(p, defs, false)
+	var e *Error
+	if err != nil && errors.As(err, &e) && (e.Code == ErrDeadEnd || e.Code == ErrLeftRecursion) {
+		// The error names the line:col of a reference, which a compile keeps
+		// only when asked (a record per reference, for errors alone): compile
+		// again, keeping them. The same input meets the same error.
+		return compileOnce(p, defs, true)
+	}
+	return g, err
+}
+
+func compileOnce(p *parser, defs []ruleDef, recordRefs bool) (*Grammar, error) {
 	c := &compiler{
-		p:        p,
-		g:        &Grammar{Index: make(map[string]int, len(defs))},
-		counter:  make(map[int]int),
-		charOff:  make(map[*Range]int),
-		maxElems: p.cfg.maxElements,
+		p:          p,
+		g:          &Grammar{Index: make(map[string]int, len(defs))},
+		counter:    make(map[int]int),
+		charOff:    make(map[*Range]int),
+		maxElems:   p.cfg.maxElements,
+		recordRefs: recordRefs,
 	}
 	for _, d := range defs {
 		if i, dup := c.g.Index[d.name]; dup {
@@ -114,10 +128,11 @@ type compiler struct {
 	owner   []int       // rule index -> the written rule it was generated for
 	counter map[int]int // written rule index -> helper rules generated for it
 	// refOffs: where each reference was written, in the order compiled (read
-	// only to place an error: see refOffset)
-	refOffs []refOffset
-	slab    Sequence // chunk the sequences are carved from (see elemBuf)
-	ranges  []Range  // chunk the literals' ranges are carved from
+	// only to place an error: see refOffset), when recordRefs is set
+	refOffs    []refOffset
+	recordRefs bool
+	slab       Sequence // chunk the sequences are carved from (see elemBuf)
+	ranges     []Range  // chunk the literals' ranges are carved from
 	// charOff: where character elements that match nothing were written, by
 	// their first range (shared by every copy a repetition makes)
 	charOff  map[*Range]int
@@ -439,7 +454,9 @@ func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
 	}
 	// int32 halves the record (one per reference); grammars this large are far
 	// past WithMaxElements, and only an error's position would be off.
-	c.refOffs = append(c.refOffs, refOffset{int32(c.rule), int32(c.alt), int32(at), int32(min(n.off, math.MaxInt32))})
+	if c.recordRefs {
+		c.refOffs = append(c.refOffs, refOffset{int32(c.rule), int32(c.alt), int32(at), int32(min(n.off, math.MaxInt32))})
+	}
 	return append(out, Element{Kind: RuleRef, Rule: int(n.ref)}), nil
 }
 
