@@ -52,7 +52,7 @@ func compileOnce(p *parser, defs []ruleDef, recordRefs bool) (*Grammar, error) {
 		c.g.Rules = append(c.g.Rules, Rule{Name: d.name, Pos: p.position(d.off)})
 		c.owner = append(c.owner, len(c.owner))
 	}
-	if err := c.resolveRefs(); err != nil {
+	if err := c.resolveRefs(defs); err != nil {
 		return nil, err
 	}
 	root, ok := c.g.Index[p.cfg.root]
@@ -149,15 +149,17 @@ type refSite struct{ rule, alt, elem int }
 
 // resolveRefs gives every reference the index of its rule, in the order they
 // were written, and refuses the first that names no rule.
-func (c *compiler) resolveRefs() error {
-	for _, u := range c.p.refs {
-		n := u.n
+func (c *compiler) resolveRefs(defs []ruleDef) error {
+	for _, n := range c.p.refs {
 		i, ok := c.g.Index[n.name]
 		if !ok {
+			// the rule it is written in: the last one to start before it
+			k, _ := slices.BinarySearchFunc(defs, n.off, func(d ruleDef, off int) int { return d.off - off })
+			rule := defs[max(k-1, 0)].name
 			if n.op == opExcept {
-				return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced by <except!([%s])> in rule %q)", n.name, n.name, u.rule)
+				return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced by <except!([%s])> in rule %q)", n.name, n.name, rule)
 			}
-			return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, u.rule)
+			return c.p.errorf(n.off, ErrUndefinedRule, "undefined rule %q (referenced in rule %q)", n.name, rule)
 		}
 		n.ref = int32(i)
 	}

@@ -138,9 +138,9 @@ type parser struct {
 	lines []int // byte offsets where lines start
 	depth int
 	rule  string // the rule being parsed, for messages
-	// refs: every reference, in the order written, with the rule it is in
-	// (compile resolves them in one pass, not a walk of the tree)
-	refs []refUse
+	// refs: every reference, in the order written (compile resolves them in
+	// one pass, not a walk of the tree)
+	refs []*node
 	// bounds: a {m,n} repetition was written (without one, every item
 	// unrolls to a single copy and checkUnroll has nothing to check)
 	bounds bool
@@ -173,15 +173,9 @@ func (p *parser) node(n node) *node {
 	p.slab = append(p.slab, n)
 	x := &p.slab[len(p.slab)-1]
 	if n.op == opRef || (n.op == opExcept && n.name != "") {
-		p.refs = append(p.refs, refUse{x, p.rule})
+		p.refs = append(p.refs, x)
 	}
 	return x
-}
-
-// refUse is a reference and the rule it is written in.
-type refUse struct {
-	n    *node
-	rule string
 }
 
 // lineStarts returns the offsets at which each line of src starts.

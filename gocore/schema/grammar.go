@@ -110,6 +110,7 @@ func (b *builder) text(root string) string {
 		})
 	}
 	var sb strings.Builder
+	sb.Grow(b.size) // every rule's bytes: one allocation, not a doubling series
 	write := func(n string) {
 		sb.WriteString(n)
 		sb.WriteString(" ::= ")
