@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"unicode"
-
-	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // Deterministic automata over code points, for what a grammar of the regex's
@@ -538,6 +536,20 @@ func (d *dfa) maxLen() (int, bool) {
 	return longest[0], true
 }
 
+// mergeAdjacent merges, in place, the adjacent ranges of rs (sorted and
+// disjoint, as a state's edges are).
+func mergeAdjacent(rs []rng) []rng {
+	out := rs[:0]
+	for _, r := range rs {
+		if k := len(out); k > 0 && out[k-1].Hi+1 == r.Lo {
+			out[k-1].Hi = r.Hi
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // postorder lists the states reachable from the start, each after every
 // state it leads to, when the automaton has no cycle (ok false otherwise).
 func (d *dfa) postorder() (order []int32, ok bool) {
@@ -626,7 +638,7 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 			if i > 0 {
 				body = append(body, " | "...)
 			}
-			body = append(body, rc.classExpr(gbnf.NormalizeRanges(ranges))...)
+			body = append(body, rc.classExpr(mergeAdjacent(ranges))...)
 			if !final(t) {
 				body = append(body, ' ')
 				body = append(body, names[t]...)
@@ -636,7 +648,11 @@ func (d *dfa) grammar(rc *regexConv, hint string) string {
 			body = append(body, ")?"...)
 		}
 		if acyclic {
-			names[s] = rc.b.ruleBytes(hint+"-s"+strconv.Itoa(int(s)), body)
+			if n, ok := rc.b.byBody[string(body)]; ok {
+				names[s] = n // the name is made only for a new rule
+			} else {
+				names[s] = rc.b.rule(hint+"-s"+strconv.Itoa(int(s)), string(body))
+			}
 		} else {
 			rc.b.define(names[s], string(body))
 		}

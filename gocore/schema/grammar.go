@@ -20,7 +20,8 @@ type builder struct {
 	next   map[string]int // last suffix used per base name
 	// classes memoizes regexConv.classExpr by its ranges (automata repeat
 	// their edge classes from state to state and automaton to automaton)
-	classes map[string]string
+	classes  map[string]string
+	classKey []byte // classExpr's key buffer
 }
 
 func newBuilder() *builder {

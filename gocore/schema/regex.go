@@ -299,7 +299,7 @@ var surrogates = []rng{{Lo: 0xD800, Hi: 0xDFFF}}
 // classExpr writes a set of code points: in raw mode one class; in json mode the
 // unescaped part as a class plus each character that JSON must escape, escaped.
 func (rc *regexConv) classExpr(rs []rng) string {
-	key := make([]byte, 1, 1+8*len(rs))
+	key := append(rc.b.classKey[:0], 0)
 	if rc.json {
 		key[0] = 1
 	}
@@ -307,7 +307,8 @@ func (rc *regexConv) classExpr(rs []rng) string {
 		key = binary.LittleEndian.AppendUint32(key, uint32(r.Lo))
 		key = binary.LittleEndian.AppendUint32(key, uint32(r.Hi))
 	}
-	if x, ok := rc.b.classes[string(key)]; ok {
+	rc.b.classKey = key
+	if x, ok := rc.b.classes[string(key)]; ok { // a lookup that copies nothing
 		return x
 	}
 	x := rc.classText(rs)
