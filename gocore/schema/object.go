@@ -546,17 +546,19 @@ func (c *conv) keyExcept(names []string) string {
 // is assembled in one scratch buffer and looked up without a copy.
 func (c *conv) keyExceptTrie(sorted []string) string {
 	krest := primRef(c.b, "krest")
-	var buf []byte
-	var next []rune
+	var buf, okey []byte
+	// kids is a stack: a node's children are pushed above its parent's, and
+	// popped once the node's rule is written
+	type kid struct {
+		r    rune
+		rule string
+	}
+	var kids []kid
 	// write returns the rule of the trie node for ns, names that share their
 	// first d bytes (ascending, so a name that ends at d comes first).
 	var write func(ns []string, d int) string
 	write = func(ns []string, d int) string {
-		type kid struct {
-			r    rune
-			rule string
-		}
-		var kids []kid
+		base := len(kids)
 		end := len(ns[0]) == d
 		rest := ns
 		if end {
@@ -568,32 +570,37 @@ func (c *conv) keyExceptTrie(sorted []string) string {
 			for j < len(rest) && strings.HasPrefix(rest[j][d:], rest[0][d:d+size]) {
 				j++
 			}
-			kids = append(kids, kid{r, write(rest[:j], d+size)})
+			rule := write(rest[:j], d+size)
+			kids = append(kids, kid{r, rule})
 			rest = rest[j:]
 		}
 		buf = buf[:0]
 		if !end {
 			buf = append(buf, `"\""`...)
 		}
-		next = next[:0]
-		for _, k := range kids {
+		okey = append(okey[:0], "kother\x00"...)
+		for _, k := range kids[base:] {
 			if len(buf) > 0 {
 				buf = append(buf, " | "...)
 			}
 			buf = append(buf, c.keyRune(k.r)...)
 			buf = append(buf, ' ')
 			buf = append(buf, k.rule...)
-			next = append(next, k.r)
+			okey = utf8.AppendRune(okey, k.r)
 		}
 		// any other character, then anything: one rule per set of next
 		// characters (sets repeat across the trie and across objects, and a
 		// group written inline would be a helper rule per trie node)
-		ok := "kother\x00" + string(next)
-		other, done := c.strings[ok]
+		other, done := c.strings[string(okey)]
 		if !done {
+			next := make([]rune, 0, len(kids)-base)
+			for _, k := range kids[base:] {
+				next = append(next, k.r)
+			}
 			other = c.b.rule("ko", seq(c.keyOther(next), krest))
-			c.strings[ok] = other
+			c.strings[string(okey)] = other
 		}
+		kids = kids[:base]
 		if len(buf) > 0 {
 			buf = append(buf, " | "...)
 		}
