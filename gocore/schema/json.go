@@ -74,14 +74,15 @@ func (o *object) clone() *object {
 // encoding/json does: such a string is invalid UTF-8, which lets the converter
 // refuse it where it would have to be generated (see loneSurrogate).
 func decodeJSON(data []byte) (any, error) {
-	// Valid JSON (nearly every schema) is read by a direct scanner; anything
-	// else goes through encoding/json's tokens for their error messages.
-	if json.Valid(data) {
-		r := validJSON{data: data}
-		if v, ok := r.value(0); ok {
+	// A direct scanner reads valid JSON (nearly every schema) in one pass,
+	// checking as it goes; anything it does not take (invalid JSON, or nested
+	// deeper than maxJSONDepth) goes through encoding/json's tokens, for their
+	// error messages.
+	r := validJSON{data: data}
+	if v, ok := r.value(0); ok {
+		if r.ws(); r.i == len(data) {
 			return v, nil
 		}
-		return nil, fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -106,6 +107,10 @@ type validJSON struct {
 	i    int
 }
 
+// The scanner's value and str return false for any text that is not JSON (RFC
+// 8259, as json.Valid reads it): what they return true for is valid. They may
+// refuse valid text too (too deep), which decodeJSON then reads slowly.
+
 func (r *validJSON) ws() {
 	for r.i < len(r.data) {
 		switch r.data[r.i] {
@@ -117,102 +122,186 @@ func (r *validJSON) ws() {
 	}
 }
 
+// next skips whitespace and returns the byte there (0 at the end).
+func (r *validJSON) next() byte {
+	r.ws()
+	if r.i < len(r.data) {
+		return r.data[r.i]
+	}
+	return 0
+}
+
 func (r *validJSON) value(depth int) (any, bool) {
 	if depth > maxJSONDepth {
 		return nil, false
 	}
-	r.ws()
-	switch c := r.data[r.i]; c {
+	switch c := r.next(); c {
 	case '{':
 		r.i++
 		o := newObject()
+		if r.next() == '}' {
+			r.i++
+			return o, true
+		}
 		for {
-			r.ws()
-			if r.data[r.i] == '}' {
-				r.i++
-				return o, true
+			if r.next() != '"' {
+				return nil, false
 			}
-			if r.data[r.i] == ',' {
-				r.i++
-				r.ws()
+			k, ok := r.str()
+			if !ok || r.next() != ':' {
+				return nil, false
 			}
-			k := r.str()
-			r.ws()
-			r.i++ // ':'
+			r.i++
 			v, ok := r.value(depth + 1)
 			if !ok {
 				return nil, false
 			}
 			o.set(k, v)
+			switch r.next() {
+			case ',':
+				r.i++
+			case '}':
+				r.i++
+				return o, true
+			default:
+				return nil, false
+			}
 		}
 	case '[':
 		r.i++
 		a := []any{}
+		if r.next() == ']' {
+			r.i++
+			return a, true
+		}
 		for {
-			r.ws()
-			if r.data[r.i] == ']' {
-				r.i++
-				return a, true
-			}
-			if r.data[r.i] == ',' {
-				r.i++
-			}
 			v, ok := r.value(depth + 1)
 			if !ok {
 				return nil, false
 			}
 			a = append(a, v)
+			switch r.next() {
+			case ',':
+				r.i++
+			case ']':
+				r.i++
+				return a, true
+			default:
+				return nil, false
+			}
 		}
 	case '"':
-		return r.str(), true
+		return r.str()
 	case 't':
-		r.i += 4
-		return true, true
+		return true, r.literal("true")
 	case 'f':
-		r.i += 5
-		return false, true
+		return false, r.literal("false")
 	case 'n':
-		r.i += 4
-		return nil, true
-	default: // a number
-		j := r.i
-		for r.i < len(r.data) {
-			switch r.data[r.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return json.Number(r.data[j:r.i]), true
-			}
-			r.i++
-		}
-		return json.Number(r.data[j:r.i]), true
+		return nil, r.literal("null")
+	default:
+		return r.number()
 	}
 }
 
+func (r *validJSON) literal(s string) bool {
+	if len(r.data)-r.i < len(s) || string(r.data[r.i:r.i+len(s)]) != s {
+		return false
+	}
+	r.i += len(s)
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (r *validJSON) number() (any, bool) {
+	d, j := r.data, r.i
+	digits := func() bool {
+		if r.i >= len(d) || !isDigit(d[r.i]) {
+			return false
+		}
+		for r.i < len(d) && isDigit(d[r.i]) {
+			r.i++
+		}
+		return true
+	}
+	if r.i < len(d) && d[r.i] == '-' {
+		r.i++
+	}
+	switch {
+	case r.i < len(d) && d[r.i] == '0':
+		r.i++
+	case !digits():
+		return nil, false
+	}
+	if r.i < len(d) && d[r.i] == '.' {
+		r.i++
+		if !digits() {
+			return nil, false
+		}
+	}
+	if r.i < len(d) && (d[r.i] == 'e' || d[r.i] == 'E') {
+		r.i++
+		if r.i < len(d) && (d[r.i] == '+' || d[r.i] == '-') {
+			r.i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	return json.Number(d[j:r.i]), true
+}
+
 // str reads a string at r.i (its opening quote).
-func (r *validJSON) str() string {
+func (r *validJSON) str() (string, bool) {
 	r.i++
 	j := r.i
 	plain := true
 	for {
+		if r.i >= len(r.data) {
+			return "", false
+		}
 		c := r.data[r.i]
 		if c == '"' {
 			break
 		}
-		if c == '\\' {
+		switch {
+		case c == '\\':
 			plain = false
-			r.i += 2
-			continue
+			if r.i+1 >= len(r.data) {
+				return "", false
+			}
+			switch r.data[r.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				r.i += 2
+			case 'u':
+				if r.i+6 > len(r.data) {
+					return "", false
+				}
+				for _, h := range r.data[r.i+2 : r.i+6] {
+					if !isDigit(h) && (h|0x20 < 'a' || h|0x20 > 'f') {
+						return "", false
+					}
+				}
+				r.i += 6
+			default:
+				return "", false
+			}
+		case c < 0x20:
+			return "", false
+		default:
+			if c >= 0x80 {
+				plain = false
+			}
+			r.i++
 		}
-		if c >= 0x80 {
-			plain = false
-		}
-		r.i++
 	}
 	raw := r.data[j:r.i]
 	r.i++
 	if plain || utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw)
+		return string(raw), true
 	}
-	return decodeWTF8(raw)
+	return decodeWTF8(raw), true
 }
 
 // jsonReader reads tokens and, for strings that encoding/json decoded with a

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -36,6 +37,9 @@ func FuzzFromJSONSchema(f *testing.F) {
 			opts = append(opts, schema.LlamaCppCompat())
 		}
 		g, _, err := schema.FromJSONSchema(data, opts...)
+		if err == nil && !json.Valid(data) {
+			t.Fatalf("text that is not JSON converted: %q", data)
+		}
 		if err != nil {
 			if strings.Contains(err.Error(), "internal error") {
 				t.Fatalf("a bug, not a schema problem: %v\nschema: %s", err, data)
