@@ -597,3 +597,22 @@ func TestKeyExclusionAcrossObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONTextChecked: the schema's text is read by a scanner that checks it as
+// it goes; whatever encoding/json refuses is reported as not JSON, and whatever
+// it accepts converts (the text is a const's value here).
+func TestJSONTextChecked(t *testing.T) {
+	values := []string{
+		`01`, `-`, `-01`, `1.`, `.5`, `1e`, `1e+`, `1E5`, `-0`, `0.5e-3`, `+1`, `0x10`, `1.5E+07`,
+		`tru`, `true`, `nul`, `null`, `falsey`, `NaN`,
+		"\"\x01\"", "\"a\tb\"", `"\x01"`, `"a\tb"`, `"\u12G4"`, `"\u12"`, `"\/"`, `"\q"`, `"\ud800"`, `"é"`, "\"\xff\"", `"abc`, `"\"`,
+		`[1,]`, `[1 2]`, `[,1]`, `[]`, `[[[]]]`, `{"a":1,}`, `{"a" 1}`, `{"a":}`, `{1:2}`, `{}`, `{"a":[{}]}`,
+		`1 2`, "\ufeff1",
+	}
+	for _, v := range values {
+		text := `{"const":` + v + `}`
+		_, _, err := schema.FromJSONSchema([]byte(text))
+		notJSON := err != nil && strings.Contains(err.Error(), "not valid JSON")
+		assert.Equal(t, !json.Valid([]byte(text)), notJSON, "%s: %v", text, err)
+	}
+}
