@@ -144,8 +144,12 @@ type parser struct {
 	// bounds: a {m,n} repetition was written (without one, every item
 	// unrolls to a single copy and checkUnroll has nothing to check)
 	bounds bool
-	slab   []node // nodes are carved from chunks (up to 256 nodes each)
-	runes  []rune // literals' runes likewise (see runeBuf)
+	// sequences and lists of alternatives collect on stacks and are carved
+	// from chunks (see parseAlternates)
+	seqStack, seqSlab []*node
+	altStack, altSlab [][]*node
+	slab              []node // nodes are carved from chunks (up to 256 nodes each)
+	runes             []rune // literals' runes likewise (see runeBuf)
 }
 
 // runeBuf returns an empty slice with room for n runes, carved from a shared
@@ -345,25 +349,34 @@ func (p *parser) parseRule(hasPrev bool) (ruleDef, error) {
 
 // parseAlternates parses sequences separated by "|".
 func (p *parser) parseAlternates(nested bool) ([][]*node, error) {
-	var alts [][]*node
+	// The alternatives collect on a stack shared by nested groups and are
+	// copied out at the end into a slice carved from a chunk: one exact-size
+	// slice per list, not a doubling series (likewise parseSequence).
+	base := len(p.altStack)
+	defer func() { p.altStack = p.altStack[:base] }()
 	for {
 		seq, err := p.parseSequence(nested)
 		if err != nil {
 			return nil, err
 		}
-		alts = append(alts, seq)
+		p.altStack = append(p.altStack, seq)
 		if p.peek() != '|' {
-			return alts, nil
+			alts := p.altStack[base:]
+			if cap(p.altSlab)-len(p.altSlab) < len(alts) {
+				p.altSlab = make([][]*node, 0, max(len(alts), 256))
+			}
+			k := len(p.altSlab)
+			p.altSlab = append(p.altSlab, alts...)
+			return p.altSlab[k:len(p.altSlab):len(p.altSlab)], nil
 		}
 		p.pos++
 		p.skipSpace(true)
 	}
 }
 
-// parseSequence parses items up to something that is not an item or a
-// repetition operator; the caller decides whether that is allowed there.
 func (p *parser) parseSequence(nested bool) ([]*node, error) {
-	seq := []*node{}
+	base := len(p.seqStack)
+	defer func() { p.seqStack = p.seqStack[:base] }()
 	for p.pos < len(p.src) {
 		start := p.pos
 		var n *node
@@ -410,7 +423,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 			}
 			n = tok
 		case c == '*' || c == '+' || c == '?' || c == '{':
-			if len(seq) == 0 {
+			if len(p.seqStack) == base {
 				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat`, string(c))
 			}
 			min, max := 0, -1
@@ -430,20 +443,35 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 				}
 				p.bounds = true
 			}
-			last := seq[len(seq)-1]
+			last := p.seqStack[len(p.seqStack)-1]
 			if last.op == opLiteral && len(last.runes) == 0 {
 				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat, not an empty literal`, string(c))
 			}
-			seq[len(seq)-1] = p.node(node{op: opRepeat, off: start, sub: last, min: min, max: max})
+			p.seqStack[len(p.seqStack)-1] = p.node(node{op: opRepeat, off: start, sub: last, min: min, max: max})
 			p.skipSpace(nested)
 			continue
 		default:
-			return seq, nil
+			return p.carveSeq(base), nil
 		}
-		seq = append(seq, n)
+		p.seqStack = append(p.seqStack, n)
 		p.skipSpace(nested)
 	}
-	return seq, nil
+	return p.carveSeq(base), nil
+}
+
+// carveSeq copies the sequence on the stack above base into a slice carved
+// from a chunk.
+func (p *parser) carveSeq(base int) []*node {
+	items := p.seqStack[base:]
+	if len(items) == 0 {
+		return []*node{}
+	}
+	if cap(p.seqSlab)-len(p.seqSlab) < len(items) {
+		p.seqSlab = make([]*node, 0, max(len(items), 1024))
+	}
+	k := len(p.seqSlab)
+	p.seqSlab = append(p.seqSlab, items...)
+	return p.seqSlab[k:len(p.seqSlab):len(p.seqSlab)]
 }
 
 // parseBounds parses {n}, {n,}, {n,m} and {,m} at p.pos.
