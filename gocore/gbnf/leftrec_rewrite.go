@@ -305,6 +305,59 @@ func leftRecursiveIn(edges [][]leftEdge, comp []int) []int {
 // leftRecursiveRules returns the rules that checkLeftRecursion would refuse a
 // component of.
 func leftRecursiveRules(g *Grammar) []int {
+	if !mayRecurseLeft(g) {
+		return nil
+	}
 	edges, comp := leftGraph(g, Nullable(g))
 	return leftRecursiveIn(edges, comp)
+}
+
+// mayRecurseLeft reports whether a rule can reach itself through the
+// references that lead its alternatives, taking every reference as possibly
+// empty: all the references before an alternative's first other element lead
+// it. That graph holds leftGraph's, so without a cycle in it (the usual case:
+// generated grammars put a character before every recursion) there is no left
+// recursion, and the nullable analysis and the components are not needed.
+func mayRecurseLeft(g *Grammar) bool {
+	n := len(g.Rules)
+	const white, grey, black = 0, 1, 2
+	color := make([]uint8, n)
+	type frame struct{ rule, alt, elem int }
+	var stack []frame
+	for start := range n {
+		if color[start] != white {
+			continue
+		}
+		color[start] = grey
+		stack = append(stack[:0], frame{start, 0, 0})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			alts := g.Rules[f.rule].Alts
+			next := -1
+			for next < 0 && f.alt < len(alts) {
+				alt := alts[f.alt]
+				if f.elem < len(alt) && (alt[f.elem].Kind == RuleRef || alt[f.elem].Kind == Repeat) {
+					next = alt[f.elem].Rule
+					f.elem++
+					continue
+				}
+				f.alt, f.elem = f.alt+1, 0
+			}
+			if next < 0 || next >= n {
+				if next < 0 {
+					color[f.rule] = black
+					stack = stack[:len(stack)-1]
+				}
+				continue
+			}
+			switch color[next] {
+			case grey:
+				return true
+			case white:
+				color[next] = grey
+				stack = append(stack, frame{next, 0, 0})
+			}
+		}
+	}
+	return false
 }
