@@ -256,14 +256,7 @@ func TestPatternAutomataAgainstRegexp(t *testing.T) {
 	for _, p := range patterns {
 		re := regexp.MustCompile(p)
 		for _, lim := range [][2]int{{0, -1}, {1, 3}, {2, 5}, {0, 4}} {
-			sch := map[string]any{"type": "string", "pattern": p}
-			if lim[0] > 0 {
-				sch["minLength"] = lim[0]
-			}
-			if lim[1] >= 0 {
-				sch["maxLength"] = lim[1]
-			}
-			text, _ := json.Marshal(sch)
+			text := withLengths(map[string]any{"type": "string", "pattern": p}, lim)
 			g, _, err := schema.FromJSONSchema(text)
 			var se *schema.SchemaError
 			if errors.As(err, &se) && se.Keyword == "maxLength" {
@@ -293,6 +286,19 @@ func TestPatternAutomataAgainstRegexp(t *testing.T) {
 			require.Equal(t, !m, c.accepts(asStr), "%s: %s\n%s", text, asStr, g)
 		}
 	}
+}
+
+// withLengths returns the JSON text of sch with lim's bounds: minLength lim[0]
+// (when above 0) and maxLength lim[1] (when not -1).
+func withLengths(sch map[string]any, lim [2]int) []byte {
+	if lim[0] > 0 {
+		sch["minLength"] = lim[0]
+	}
+	if lim[1] >= 0 {
+		sch["maxLength"] = lim[1]
+	}
+	text, _ := json.Marshal(sch)
+	return text
 }
 
 func mustJSON(v any) string {
@@ -526,14 +532,7 @@ func TestAnyOfPatternsAgainstRegexp(t *testing.T) {
 			branches = append(branches, map[string]any{"pattern": p})
 		}
 		for _, lim := range [][2]int{{2, 6}, {0, 40}, {5, -1}, {3, 30}} {
-			sch := map[string]any{"type": "string", "anyOf": branches}
-			if lim[0] > 0 {
-				sch["minLength"] = lim[0]
-			}
-			if lim[1] >= 0 {
-				sch["maxLength"] = lim[1]
-			}
-			text, _ := json.Marshal(sch)
+			text := withLengths(map[string]any{"type": "string", "anyOf": branches}, lim)
 			g, ign, err := schema.FromJSONSchema(text)
 			require.NoError(t, err, string(text))
 			require.Empty(t, ign)
