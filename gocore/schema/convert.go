@@ -73,6 +73,10 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	// Only a recursive grammar can have rules that never finish (a definition
 	// that must contain itself): those are checked on the parsed grammar.
 	text := c.b.text("root")
+	// What only the conversion needed (the decoded schema, the builder's
+	// rules and memos) is garbage from here: a big schema's parse below then
+	// grows the heap less.
+	c.root, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs = nil, nil, nil, nil, nil, nil
 	if c.recursive || strings.Contains(text, noMatch) {
 		if parsed, err = c.checkProductive(text); err != nil {
 			return "", nil, nil, err
