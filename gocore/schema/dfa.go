@@ -499,39 +499,21 @@ func (d *dfa) trim() *dfa {
 // empty reports whether the automaton accepts nothing.
 func (d *dfa) empty() bool { return len(d.states) == 0 }
 
-// finite reports whether the language is finite (no cycle), and its longest text.
+// maxLen reports whether the language is finite (no cycle), and its longest
+// text.
 func (d *dfa) maxLen() (int, bool) {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := make([]uint8, len(d.states))
-	longest := make([]int, len(d.states))
-	var visit func(s int32) bool
-	visit = func(s int32) bool {
-		color[s] = grey
-		best := 0
-		for _, e := range d.states[s].edges {
-			switch color[e.to] {
-			case grey:
-				return false
-			case white:
-				if !visit(e.to) {
-					return false
-				}
-			}
-			best = max(best, longest[e.to]+1)
-		}
-		longest[s] = best
-		color[s] = black
-		return true
-	}
 	if len(d.states) == 0 {
 		return 0, true
 	}
-	if !visit(0) {
+	order, acyclic := d.postorder()
+	if !acyclic {
 		return 0, false
+	}
+	longest := make([]int, len(d.states))
+	for _, s := range order { // every state after those it leads to
+		for _, e := range d.states[s].edges {
+			longest[s] = max(longest[s], longest[e.to]+1)
+		}
 	}
 	return longest[0], true
 }
