@@ -1,7 +1,5 @@
 package model
 
-import "unsafe"
-
 //go:generate python3 bf16_amd64_gen.py
 
 //go:noescape
@@ -64,13 +62,7 @@ func bf16Kernels(k *kernels) {
 		gemm6x16BF16AVX512(&x[0], ldx/2, &w[0], kp, &c[0])
 	}
 	k.toBF16 = func(dst []uint16, src []float32) {
-		n := len(src)
-		dst = dst[:n]
-		m := n &^ 15
-		if m > 0 {
-			toBF16AVX512(unsafe.SliceData(dst), unsafe.SliceData(src), m)
-		}
-		toBF16Go(dst[m:], src[m:])
+		inBlocks16(dst, src, toBF16AVX512, toBF16Go)
 	}
 
 }

@@ -39,13 +39,7 @@ func asmKernels() (kernels, bool) {
 			gemvBF16AVX2(&x[0], &w[0], k, &c[0], panels)
 		},
 		widenBF16: func(dst []float32, src []uint16) {
-			n := len(src)
-			dst = dst[:n]
-			m := n &^ 15
-			if m > 0 {
-				widenBF16AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), m)
-			}
-			widenBF16Go(dst[m:], src[m:])
+			inBlocks16(dst, src, widenBF16AVX2, widenBF16Go)
 		},
 		exp:         expAsm,
 		expSum:      expSumAsm,
@@ -56,4 +50,17 @@ func asmKernels() (kernels, bool) {
 	}
 	bf16Kernels(&k)
 	return k, true
+}
+
+// inBlocks16 converts src into dst (len(dst) >= len(src)): vec, a kernel that
+// takes whole blocks of 16, over the first len(src)&^15 elements, and tail over
+// the rest.
+func inBlocks16[D, S any](dst []D, src []S, vec func(dst *D, src *S, n int), tail func(dst []D, src []S)) {
+	n := len(src)
+	dst = dst[:n]
+	m := n &^ 15
+	if m > 0 {
+		vec(unsafe.SliceData(dst), unsafe.SliceData(src), m)
+	}
+	tail(dst[m:], src[m:])
 }
