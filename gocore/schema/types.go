@@ -61,7 +61,9 @@ func (c *conv) visitFlat(o *object, ptr, hint string) (string, error) {
 // reference reached there again is left recursion). The rules a first
 // conversion wrote stay, and a repeat of it would write nothing new: its
 // $refs are converted once, and the keywords it ignores are listed once per
-// pointer. ok is false for a value the key cannot spell.
+// pointer. ok is false for a value the key cannot spell. (canonical is not
+// this key: it writes nothing for groups and folds invalid UTF-8 into U+FFFD,
+// so different schemas could share its spelling.)
 func (c *conv) flatKey(o *object, ptr string) (string, bool) {
 	b := append(c.keyBuf[:0], ptr...)
 	b = append(b, 0)
