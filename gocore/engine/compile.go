@@ -139,12 +139,8 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 	}
 	gr.trie = trieFor(v)
 	gr.isEOG = gr.trie.isEOG
+	gr.eog = gr.trie.eog // read only: shared by the trie's grammars
 	gr.special = gr.trie.special
-	for id, e := range gr.isEOG {
-		if e {
-			gr.eog = append(gr.eog, int32(id))
-		}
-	}
 	gr.slots = map[string]*posSlot{}
 	gr.computeFollow(gr.nullable)
 	gr.nullable = nil

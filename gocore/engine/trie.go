@@ -34,6 +34,7 @@ type trie struct {
 	maxDepth int
 	size     int
 	isEOG    []bool
+	eog      []int32 // the ids with isEOG, ascending
 	special  []bool
 	shared   *sharedCache // position caches shared by the grammars of this trie
 	// first[i]: the smallest index into order of a token in node i's subtree
@@ -99,6 +100,9 @@ func buildTrie(v Vocabulary) *trie {
 	ids := make([]int32, 0, n)
 	for id := 0; id < n; id++ {
 		t.isEOG[id] = v.IsEOG(id)
+		if t.isEOG[id] {
+			t.eog = append(t.eog, int32(id))
+		}
 		t.special[id] = v.IsSpecial(id)
 		b := v.TokenBytes(id)
 		toks[id] = b

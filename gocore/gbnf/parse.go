@@ -363,7 +363,7 @@ func (p *parser) parseAlternates(nested bool) ([][]*node, error) {
 		if p.peek() != '|' {
 			alts := p.altStack[base:]
 			if cap(p.altSlab)-len(p.altSlab) < len(alts) {
-				p.altSlab = make([][]*node, 0, max(len(alts), 256))
+				p.altSlab = make([][]*node, 0, max(len(alts), min(2*cap(p.altSlab)+16, 256)))
 			}
 			k := len(p.altSlab)
 			p.altSlab = append(p.altSlab, alts...)
@@ -467,7 +467,7 @@ func (p *parser) carveSeq(base int) []*node {
 		return []*node{}
 	}
 	if cap(p.seqSlab)-len(p.seqSlab) < len(items) {
-		p.seqSlab = make([]*node, 0, max(len(items), 1024))
+		p.seqSlab = make([]*node, 0, max(len(items), min(2*cap(p.seqSlab)+16, 1024))) // small grammars stay small
 	}
 	k := len(p.seqSlab)
 	p.seqSlab = append(p.seqSlab, items...)
