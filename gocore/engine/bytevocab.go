@@ -81,7 +81,7 @@ func ByteVocabularyFor(g *gbnf.Grammar, more ...int) (ByteVocabulary, error) {
 					return ByteVocabulary{}, &CompileError{Rule: r.Name, Pos: r.Pos,
 						Msg: fmt.Sprintf("token id %d is out of range: without a tokenizer, ids 0..%d are accepted", e.Token, MaxByteSpecials-1)}
 				}
-				specials = max(specials, e.Token+1)
+				specials = max(specials, int(e.Token)+1)
 			}
 		}
 	}

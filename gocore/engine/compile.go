@@ -243,12 +243,12 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					}
 					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
 				case gbnf.RuleRef:
-					if e.Rule < 0 || e.Rule >= n {
+					if e.Rule < 0 || int(e.Rule) >= n {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("reference to undefined rule index %d", e.Rule)}
 					}
-					gr.elems = append(gr.elems, elem{op: opRef, arg: int32(e.Rule)})
+					gr.elems = append(gr.elems, elem{op: opRef, arg: e.Rule})
 				case gbnf.Repeat:
-					if e.Rule < 0 || e.Rule >= n {
+					if e.Rule < 0 || int(e.Rule) >= n {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("repetition of undefined rule index %d", e.Rule)}
 					}
 					if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
@@ -257,7 +257,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 					if nullable[e.Rule] {
 						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[e.Rule].Name)}
 					}
-					gr.elems = append(gr.elems, elem{op: opRepeat, arg: int32(e.Rule), lo: int32(e.Min), hi: int32(e.Max)})
+					gr.elems = append(gr.elems, elem{op: opRepeat, arg: e.Rule, lo: e.Min, hi: e.Max})
 				case gbnf.Token:
 					if e.Token == gbnf.AnyToken && e.Name == "" {
 						// bnf_sampler's <any!>: any token but none (see tokenelems.go).
@@ -265,7 +265,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 						gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: anyTokenArg})
 						break
 					}
-					id := e.Token
+					id := int(e.Token)
 					if e.Name != "" {
 						var ok bool
 						id, ok = gr.vocab.TokenID(e.Name)

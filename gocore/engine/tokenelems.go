@@ -160,17 +160,12 @@ func (gr *Grammar) addExcept(e gbnf.Element, r gbnf.Rule) (int32, error) {
 	s := &exceptSet{rule: -1}
 	switch {
 	case e.Rule >= 0:
-		if e.Rule >= len(gr.rules) {
+		if int(e.Rule) >= len(gr.rules) {
 			return 0, &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("<except!([...])> names undefined rule index %d", e.Rule)}
 		}
-		s.rule = int32(e.Rule)
-	case len(e.Literals) > 0:
-		for _, l := range e.Literals {
-			if len(l) == 0 {
-				return 0, &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "<except!('')>: an excepted literal is empty"}
-			}
-		}
-		s.literals = e.Literals
+		s.rule = e.Rule
+	case e.Name != "":
+		s.literals = [][]byte{[]byte(e.Name)}
 	default:
 		return 0, &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "<except!(...)> with no literal and no rule"}
 	}

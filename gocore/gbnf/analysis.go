@@ -116,7 +116,7 @@ func fixpoint(g *Grammar, leaf func(*Element) (known, ok bool)) []bool {
 					}
 					continue
 				}
-				if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || e.Rule >= n {
+				if (e.Kind != RuleRef && e.Kind != Repeat) || e.Rule < 0 || int(e.Rule) >= n {
 					refs = refs[:mark]
 					continue alts
 				}
@@ -193,7 +193,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 						return &DeadEnd{r, a, i, "a raw byte element that matches no byte"}
 					}
 				case RuleRef, Repeat:
-					if e.Rule < 0 || e.Rule >= len(g.Rules) {
+					if e.Rule < 0 || int(e.Rule) >= len(g.Rules) {
 						continue
 					}
 					if !prod[e.Rule] {
@@ -201,7 +201,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 					}
 					if !seen[e.Rule] {
 						seen[e.Rule] = true
-						work = append(work, e.Rule)
+						work = append(work, int(e.Rule))
 					}
 				}
 			}

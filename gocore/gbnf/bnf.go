@@ -65,9 +65,10 @@ const AnyToken = -2
 // An element of Kind Except (bnf_sampler's <except!(...)>) matches one token that
 // does not contain an excepted literal, or the part of a token before the first
 // excepted literal occurs in it (when some prefix of that part is itself a token;
-// the rest of the token goes on to the next element). The excepted literals are
-// Element.Literals (<except!('lit')>), or, when Element.Rule >= 0, every token of the
-// vocabulary that rule Element.Rule matches whole (<except!([nonterminal])>).
+// the rest of the token goes on to the next element). The excepted literal is
+// Element.Name's bytes (<except!('lit')>), or, when Element.Rule >= 0, the excepted
+// literals are every token of the vocabulary that rule Element.Rule matches whole
+// (<except!([nonterminal])>).
 
 // ParseBNF parses a grammar in bnf_sampler's BNF dialect into a Grammar. Options are
 // those of Parse; every failure is an *Error with a line:col.
@@ -227,7 +228,7 @@ func (b *bnfParser) sequence() ([]*node, error) {
 			// Consecutive terminals are one terminal (joined as bytes, and
 			// decoded once the sequence is read: see decodeTerminals).
 			if k := len(seq); k > 0 && seq[k-1].op == opLiteral {
-				seq[k-1].literal = append(seq[k-1].literal, n.literal...)
+				seq[k-1].name += n.name
 			} else {
 				seq = append(seq, n)
 			}
@@ -270,10 +271,7 @@ func (b *bnfParser) terminal() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bs == nil {
-		bs = []byte{}
-	}
-	return p.node(node{op: opLiteral, off: open, literal: bs}), nil
+	return p.node(node{op: opLiteral, off: open, name: string(bs)}), nil
 }
 
 // quoted parses '...' or "..." at p.pos with its escapes and returns its bytes.
@@ -399,23 +397,24 @@ func decodeTerminals(seq []*node) {
 		if n.op != opLiteral {
 			continue
 		}
-		bs := n.literal
-		runes := make([]rune, 0, len(bs))
+		bs := n.name
+		chars := make([]Range, 0, len(bs))
 		for i := 0; i < len(bs); {
-			r, size := utf8.DecodeRune(bs[i:])
+			r, size := utf8.DecodeRuneInString(bs[i:])
 			if r == utf8.RuneError && size <= 1 {
-				runes = append(runes, rawByteRune(bs[i]))
+				v := rawByteRune(bs[i])
+				chars = append(chars, Range{v, v})
 				i++
 				continue
 			}
-			runes = append(runes, r)
+			chars = append(chars, Range{r, r})
 			i += size
 		}
-		n.runes, n.literal = runes, nil
+		n.ranges, n.name = chars, ""
 	}
 }
 
-// rawByteRune stands for raw byte v in a literal node's runes (compile makes it an
+// rawByteRune stands for raw byte v in a literal node's ranges (compile makes it an
 // Element of Kind Byte): a negative value, which no code point is.
 func rawByteRune(v byte) rune { return -1 - rune(v) }
 
@@ -483,7 +482,7 @@ func (b *bnfParser) except() (*node, error) {
 		if len(bs) == 0 {
 			return nil, p.errorf(start, ErrSyntax, "<except!('')>: the excepted literal is empty")
 		}
-		return p.node(node{op: opExcept, off: start, literal: bs}), nil
+		return p.node(node{op: opExceptLit, off: start, name: string(bs)}), nil
 	}
 	return nil, malformed()
 }
@@ -494,36 +493,31 @@ func (c *compiler) except(n *node) ([]Element, error) {
 		return nil, err
 	}
 	e := Element{Kind: Except, Rule: -1, Token: -1}
-	if n.name != "" {
-		e.Rule = int(n.ref)
+	if n.op == opExcept {
+		e.Rule = n.ref
 	} else {
-		e.Literals = [][]byte{n.literal}
+		e.Name = n.name
 	}
 	return []Element{e}, nil
 }
 
 // formatExcept writes an Except element in bnf_sampler's notation.
 func formatExcept(b *strings.Builder, g *Grammar, e Element) {
-	if e.Rule >= 0 && e.Rule < len(g.Rules) {
+	if e.Rule >= 0 && int(e.Rule) < len(g.Rules) {
 		b.WriteString("<except!([" + g.Rules[e.Rule].Name + "])>")
 		return
 	}
-	for i, l := range e.Literals {
-		if i > 0 {
-			b.WriteByte(' ')
+	b.WriteString("<except!('")
+	for _, c := range []byte(e.Name) {
+		switch {
+		case c == '\'' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(b, "\\x%02x", c)
+		default:
+			b.WriteByte(c)
 		}
-		b.WriteString("<except!('")
-		for _, c := range l {
-			switch {
-			case c == '\'' || c == '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c < 0x20 || c >= 0x7f:
-				fmt.Fprintf(b, "\\x%02x", c)
-			default:
-				b.WriteByte(c)
-			}
-		}
-		b.WriteString("')>")
 	}
+	b.WriteString("')>")
 }

@@ -132,7 +132,6 @@ type compiler struct {
 	refOffs    []refOffset
 	recordRefs bool
 	slab       Sequence // chunk the sequences are carved from (see elemBuf)
-	ranges     []Range  // chunk the literals' ranges are carved from
 	// charOff: where character elements that match nothing were written, by
 	// their first range (shared by every copy a repetition makes)
 	charOff  map[*Range]int
@@ -197,9 +196,9 @@ func (c *compiler) checkUnroll(defs []ruleDef) error {
 			if err != nil {
 				return 0, err
 			}
-			k := n.max
+			k := int(n.max)
 			if k < 0 {
-				k = n.min
+				k = int(n.min)
 			}
 			k = max(k, 1)
 			if s == 1 && counted(n) {
@@ -285,10 +284,10 @@ func topAlts(alts [][]*node) [][]*node {
 func consumes(seq []*node) bool {
 	for _, n := range seq {
 		switch n.op {
-		case opClass, opRef, opToken, opExcept:
+		case opClass, opRef, opToken, opExcept, opExceptLit:
 			return true
 		case opLiteral:
-			if len(n.runes) > 0 {
+			if len(n.ranges) > 0 {
 				return true
 			}
 		}
@@ -315,7 +314,7 @@ func (c *compiler) seq(owner int, seq []*node, at int) (Sequence, error) {
 	size := 0 // the elements of literals and one per other item: usually exact
 	for _, n := range seq {
 		if n.op == opLiteral {
-			size += len(n.runes)
+			size += len(n.ranges)
 		} else {
 			size++
 		}
@@ -382,42 +381,40 @@ func (c *compiler) item(owner int, n *node, at int) ([]Element, error) {
 		if err := c.grow(1, n.off); err != nil {
 			return nil, err
 		}
-		return []Element{{Kind: RuleRef, Rule: h}}, nil
+		return []Element{{Kind: RuleRef, Rule: int32(h)}}, nil
 	case opRepeat:
 		return c.repeat(owner, n, at)
-	case opExcept:
+	case opExcept, opExceptLit:
 		return c.except(n)
 	}
 	panic("gbnf: unknown node")
 }
 
 // appendLiteral appends the elements of literal n (one Char per code point, one Byte per raw byte).
+// The Char elements' ranges are the literal's own (see parser.charBuf).
 func (c *compiler) appendLiteral(out Sequence, n *node) (Sequence, error) {
-	if err := c.grow(len(n.runes), n.off); err != nil {
+	if err := c.grow(len(n.ranges), n.off); err != nil {
 		return nil, err
 	}
-	ranges := c.rangeBuf(len(n.runes))
-	for i, r := range n.runes {
-		if r < 0 {
+	for i, r := range n.ranges {
+		if r.Lo < 0 {
 			// A raw byte (ParseBNF: see rawByteRune).
-			v := rawByteOf(r)
-			ranges[i] = Range{v, v}
-			out = append(out, Element{Kind: Byte, Ranges: ranges[i : i+1 : i+1]})
+			v := rawByteOf(r.Lo)
+			out = append(out, Element{Kind: Byte, Ranges: []Range{{v, v}}})
 			continue
 		}
-		ranges[i] = Range{r, r}
-		out = append(out, Element{Kind: Char, Ranges: ranges[i : i+1 : i+1]})
-		if r >= surrogateLo && r <= surrogateHi {
-			c.charOff[&ranges[i]] = n.off
+		out = append(out, Element{Kind: Char, Ranges: n.ranges[i : i+1 : i+1]})
+		if r.Lo >= surrogateLo && r.Lo <= surrogateHi {
+			c.charOff[&n.ranges[i]] = n.off
 		}
 	}
 	return out, nil
 }
 
-// elemBuf returns an empty sequence with room for n elements, and rangeBuf n
-// zeroed ranges, both carved from chunks shared by the grammar's sequences (a
-// chunk lives as long as the grammar, as its sequences do; appending past the
-// room reallocates, leaving the chunk alone). Chunks double from small, so a
+// elemBuf returns an empty sequence with room for n elements, carved from
+// chunks shared by the grammar's sequences (a chunk lives as long as the
+// grammar, as its sequences do; appending past the room reallocates, leaving
+// the chunk alone). Chunks double from small, so a
 // small grammar allocates little, and a large one one chunk per 4,096.
 func (c *compiler) elemBuf(n int) Sequence {
 	if n == 0 {
@@ -434,21 +431,6 @@ func (c *compiler) elemBuf(n int) Sequence {
 	return c.slab[k : k : k+n]
 }
 
-func (c *compiler) rangeBuf(n int) []Range {
-	if n == 0 {
-		return []Range{}
-	}
-	if cap(c.ranges)-len(c.ranges) < n {
-		c.ranges = make([]Range, 0, min(max(2*cap(c.ranges), 16), 4096))
-		if n > cap(c.ranges) {
-			return make([]Range, n)
-		}
-	}
-	k := len(c.ranges)
-	c.ranges = c.ranges[:k+n]
-	return c.ranges[k : k+n : k+n]
-}
-
 // appendRef appends reference n, at index at of the alternative being built.
 func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
 	if err := c.grow(1, n.off); err != nil {
@@ -459,7 +441,7 @@ func (c *compiler) appendRef(out Sequence, n *node, at int) (Sequence, error) {
 	if c.recordRefs {
 		c.refOffs = append(c.refOffs, refOffset{int32(c.rule), int32(c.alt), int32(at), int32(min(n.off, math.MaxInt32))})
 	}
-	return append(out, Element{Kind: RuleRef, Rule: int(n.ref)}), nil
+	return append(out, Element{Kind: RuleRef, Rule: n.ref}), nil
 }
 
 // counterFrom: repetitions with counts above it are kept as counters (Repeat).
@@ -481,20 +463,21 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 	if counted(n) {
 		return c.counted(owner, n, body)
 	}
+	nmin := int(n.min)
 	opt := 1 // optional copies: helper rules in the chain
 	if n.max >= 0 {
-		opt = n.max - n.min
+		opt = int(n.max) - nmin
 	}
-	if len(body) > 1 && n.min+opt > 2 {
+	if len(body) > 1 && nmin+opt > 2 {
 		// Many copies of a long item: copy one reference to a rule instead.
 		h := c.helper(owner, c.p.position(n.sub.off))
 		c.g.Rules[h].Alts = []Sequence{body}
 		if err := c.grow(1, n.off); err != nil {
 			return nil, err
 		}
-		body = []Element{{Kind: RuleRef, Rule: h}}
+		body = []Element{{Kind: RuleRef, Rule: int32(h)}}
 	}
-	need := n.min * len(body)
+	need := nmin * len(body)
 	if opt > 0 {
 		need += opt * (len(body) + 1)
 	}
@@ -502,8 +485,8 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 		return nil, c.p.errorf(n.off, ErrTooLarge, "grammar expands to more than %d elements (WithMaxElements)", c.maxElems)
 	}
 	c.elems += need - len(body) // the body itself was counted when it was compiled
-	out := make([]Element, 0, n.min*len(body)+1)
-	for range n.min {
+	out := make([]Element, 0, nmin*len(body)+1)
+	for range nmin {
 		out = append(out, body...)
 	}
 	if opt == 0 {
@@ -524,15 +507,15 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 		elems = append(elems, body...)
 		switch {
 		case n.max < 0:
-			elems = append(elems, Element{Kind: RuleRef, Rule: h})
+			elems = append(elems, Element{Kind: RuleRef, Rule: int32(h)})
 		case k > 0:
-			elems = append(elems, Element{Kind: RuleRef, Rule: h - 1})
+			elems = append(elems, Element{Kind: RuleRef, Rule: int32(h - 1)})
 		}
 		alts[2*k] = elems[start:len(elems):len(elems)]
 		alts[2*k+1] = Sequence{}
 		c.g.Rules[h].Alts = alts[2*k : 2*k+2 : 2*k+2]
 	}
-	return append(out, Element{Kind: RuleRef, Rule: first + opt - 1}), nil
+	return append(out, Element{Kind: RuleRef, Rule: int32(first + opt - 1)}), nil
 }
 
 // counted compiles repetition n of body as a Repeat element over a rule matching
@@ -541,7 +524,7 @@ func (c *compiler) counted(owner int, n *node, body []Element) ([]Element, error
 	pos := c.p.position(n.off)
 	rule := -1
 	if len(body) == 1 && body[0].Kind == RuleRef {
-		rule = body[0].Rule
+		rule = int(body[0].Rule)
 	} else {
 		rule = c.helper(owner, pos)
 		c.g.Rules[rule].Alts = []Sequence{body}
@@ -549,16 +532,16 @@ func (c *compiler) counted(owner int, n *node, body []Element) ([]Element, error
 	if err := c.grow(4, n.off); err != nil {
 		return nil, err
 	}
-	hi := n.max
+	hi := int(n.max)
 	if hi < 0 {
-		hi = n.min
+		hi = int(n.min)
 	}
-	out := []Element{{Kind: Repeat, Rule: rule, Min: n.min, Max: hi}}
+	out := []Element{{Kind: Repeat, Rule: int32(rule), Min: n.min, Max: int32(hi)}}
 	c.hasCounters = true
 	if n.max < 0 {
 		star := c.helper(owner, pos)
-		c.g.Rules[star].Alts = []Sequence{{{Kind: RuleRef, Rule: rule}, {Kind: RuleRef, Rule: star}}, {}}
-		out = append(out, Element{Kind: RuleRef, Rule: star})
+		c.g.Rules[star].Alts = []Sequence{{{Kind: RuleRef, Rule: int32(rule)}, {Kind: RuleRef, Rule: int32(star)}}, {}}
+		out = append(out, Element{Kind: RuleRef, Rule: int32(star)})
 	}
 	return out, nil
 }
@@ -579,7 +562,7 @@ func (c *compiler) unrollNullableCounters() error {
 				if e.Kind != Repeat || !nullable[e.Rule] {
 					continue
 				}
-				need := 2 * e.Max
+				need := 2 * int(e.Max)
 				if need > c.maxElems-c.elems {
 					return &Error{Pos: c.g.Rules[r].Pos, Code: ErrTooLarge,
 						Msg: fmt.Sprintf("grammar expands to more than %d elements (WithMaxElements): a repetition {%d,%d} of an item that can be empty is unrolled", c.maxElems, e.Min, e.Max)}
@@ -587,15 +570,15 @@ func (c *compiler) unrollNullableCounters() error {
 				c.elems += need
 				pos := c.g.Rules[r].Pos
 				first := len(c.g.Rules)
-				for k := 0; k < e.Max; k++ {
+				for k := 0; k < int(e.Max); k++ {
 					h := c.helper(c.owner[r], pos)
 					seq := Sequence{{Kind: RuleRef, Rule: e.Rule}}
 					if k > 0 {
-						seq = append(seq, Element{Kind: RuleRef, Rule: h - 1})
+						seq = append(seq, Element{Kind: RuleRef, Rule: int32(h - 1)})
 					}
 					c.g.Rules[h].Alts = []Sequence{seq, {}}
 				}
-				alt[i] = Element{Kind: RuleRef, Rule: first + e.Max - 1}
+				alt[i] = Element{Kind: RuleRef, Rule: int32(first + int(e.Max) - 1)}
 				c.g.Rules[r].Alts[a] = alt
 			}
 		}

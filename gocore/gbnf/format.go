@@ -61,13 +61,13 @@ func formatSequence(b *strings.Builder, g *Grammar, seq Sequence) {
 			}
 			writeClass(b, e.Ranges, e.Negated)
 		case RuleRef:
-			if e.Rule >= 0 && e.Rule < len(g.Rules) {
+			if e.Rule >= 0 && int(e.Rule) < len(g.Rules) {
 				b.WriteString(g.Rules[e.Rule].Name)
 			} else {
 				fmt.Fprintf(b, "<bad-rule-%d>", e.Rule)
 			}
 		case Repeat:
-			if e.Rule >= 0 && e.Rule < len(g.Rules) {
+			if e.Rule >= 0 && int(e.Rule) < len(g.Rules) {
 				b.WriteString(g.Rules[e.Rule].Name)
 			} else {
 				fmt.Fprintf(b, "<bad-rule-%d>", e.Rule)

@@ -36,18 +36,19 @@ const (
 // Range is an inclusive range of code points.
 type Range struct{ Lo, Hi rune }
 
-// Element is one step of a sequence.
+// Element is one step of a sequence. A large grammar has one per character of
+// its literals (a 1 MB schema grammar: ~140k), so it is kept narrow: 64 bytes.
 type Element struct {
 	Kind    Kind
 	Negated bool    // Char: match outside Ranges; Token: match any token but this one
+	Rule    int32   // RuleRef, Repeat: index into Grammar.Rules; Except: the excepted rule, or -1
+	Min     int32   // Repeat: the fewest times
+	Max     int32   // Repeat: the most times (>= Min, >= 1)
+	Token   int32   // Token: the id, or -1 when Name is set
 	Ranges  []Range // Char: sorted, non-overlapping; Byte: byte values 0..255
-	Rule    int     // RuleRef, Repeat: index into Grammar.Rules
-	Min     int     // Repeat: the fewest times
-	Max     int     // Repeat: the most times (>= Min, >= 1)
-	Token   int     // Token: the id, or -1 when Name is set
-	Name    string  // Token: a named special token, e.g. "<|eot_id|>"
-	// Literals: Except (bnf dialect): the excepted literals, when Rule is -1.
-	Literals [][]byte
+	// Name is, for Token, a named special token, e.g. "<|eot_id|>"; for Except
+	// with Rule -1 (bnf dialect), the excepted literal's bytes.
+	Name string
 }
 
 // Sequence is one alternative: elements matched one after another. An empty

@@ -154,7 +154,7 @@ func (rw *rewriter) nonNullLeading(alts []Sequence, rule int, keepEmpty bool) ([
 		if !rw.consumes[e.Rule] {
 			return expand(seq[1:], false) // N matches only the empty string
 		}
-		p, err := rw.plusOf(e.Rule)
+		p, err := rw.plusOf(int(e.Rule))
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (rw *rewriter) nonNullLeading(alts []Sequence, rule int, keepEmpty bool) ([
 				return err
 			}
 			alt := make(Sequence, 0, len(seq))
-			alt = append(alt, Element{Kind: RuleRef, Rule: p})
+			alt = append(alt, Element{Kind: RuleRef, Rule: int32(p)})
 			out = append(out, append(alt, seq[1:]...))
 		}
 		return expand(seq[1:], false)
@@ -204,7 +204,7 @@ func (rw *rewriter) paull(rules []int) error {
 		for _, aj := range rules[:i] {
 			var alts []Sequence
 			for _, alt := range c.g.Rules[ai].Alts {
-				if len(alt) == 0 || alt[0].Kind != RuleRef || alt[0].Rule != aj {
+				if len(alt) == 0 || alt[0].Kind != RuleRef || int(alt[0].Rule) != aj {
 					alts = append(alts, alt)
 					continue
 				}
@@ -223,7 +223,7 @@ func (rw *rewriter) paull(rules []int) error {
 		var rec, base []Sequence
 		for _, alt := range c.g.Rules[ai].Alts {
 			switch {
-			case len(alt) > 0 && alt[0].Kind == RuleRef && alt[0].Rule == ai:
+			case len(alt) > 0 && alt[0].Kind == RuleRef && int(alt[0].Rule) == ai:
 				if len(alt) > 1 {
 					rec = append(rec, alt[1:])
 				}
@@ -243,7 +243,7 @@ func (rw *rewriter) paull(rules []int) error {
 			continue
 		}
 		tail := c.helper(c.owner[ai], c.g.Rules[ai].Pos)
-		ref := Element{Kind: RuleRef, Rule: tail}
+		ref := Element{Kind: RuleRef, Rule: int32(tail)}
 		if err := rw.budget(len(base)+2*len(rec)+1, ai); err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func leftGraph(g *Grammar, nullable []bool) ([][]leftEdge, []int) {
 					break
 				}
 				grows := i < len(alt)-1 || e.Kind == Repeat
-				edges[r] = append(edges[r], leftEdge{to: e.Rule, grows: grows, site: refSite{r, a, i}})
+				edges[r] = append(edges[r], leftEdge{to: int(e.Rule), grows: grows, site: refSite{r, a, i}})
 				if !nullable[e.Rule] && !(e.Kind == Repeat && e.Min == 0) {
 					break
 				}
@@ -337,7 +337,7 @@ func mayRecurseLeft(g *Grammar) bool {
 			for next < 0 && f.alt < len(alts) {
 				alt := alts[f.alt]
 				if f.elem < len(alt) && (alt[f.elem].Kind == RuleRef || alt[f.elem].Kind == Repeat) {
-					next = alt[f.elem].Rule
+					next = int(alt[f.elem].Rule)
 					f.elem++
 					continue
 				}

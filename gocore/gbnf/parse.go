@@ -100,29 +100,31 @@ func Parse(src string, opts ...Option) (*Grammar, error) {
 type nodeOp uint8
 
 const (
-	opLiteral nodeOp = iota // "..." : runes
-	opClass                 // [...] or "." : ranges, negated
-	opRef                   // rule name : name
-	opToken                 // <[N]>, <name>, !...: token, name, negated
-	opGroup                 // ( ... ) : alts
-	opRepeat                // sub followed by * + ? {m,n} : sub, min, max (-1: no max)
-	opExcept                // bnf dialect <except!(...)>: literal, or name of a rule
+	opLiteral   nodeOp = iota // "..." : ranges, one {r, r} per code point (raw bytes: rawByteRune)
+	opClass                   // [...] or "." : ranges, negated
+	opRef                     // rule name : name
+	opToken                   // <[N]>, <name>, !...: token, name, negated
+	opGroup                   // ( ... ) : alts
+	opRepeat                  // sub followed by * + ? {m,n} : sub, min, max (-1: no max)
+	opExcept                  // bnf dialect <except!([name])>: name of a rule
+	opExceptLit               // bnf dialect <except!('...')>: name holds the excepted bytes
 )
 
+// node is one item of the syntax tree. A large grammar has one per literal,
+// class, reference and operator (~90k for a 1 MB schema grammar), so the fields
+// are as narrow as their limits allow (counts and token ids are bounded by maxInt).
 type node struct {
 	op      nodeOp
 	negated bool
-	ref     int32 // opRef, opExcept with a name: the rule's index (set by compile)
+	ref     int32 // opRef, opExcept: the rule's index (set by compile)
+	token   int32 // opToken
+	min     int32 // opRepeat
+	max     int32 // opRepeat
 	off     int   // byte offset of the node's syntax (of the operator, for opRepeat)
-	runes   []rune
 	ranges  []Range
-	name    string
-	token   int
+	name    string // opRef, opToken, opExcept; opExceptLit: the bytes; ParseBNF's opLiteral: its bytes until decodeTerminals
 	alts    [][]*node
 	sub     *node
-	min     int
-	max     int
-	literal []byte // opExcept: the excepted literal (when name is empty)
 }
 
 type ruleDef struct {
@@ -148,25 +150,27 @@ type parser struct {
 	// from chunks (see parseAlternates)
 	seqStack, seqSlab []*node
 	altStack, altSlab [][]*node
-	slab              []node // nodes are carved from chunks (up to 256 nodes each)
-	runes             []rune // literals' runes likewise (see runeBuf)
+	slab              []node  // nodes are carved from chunks (up to 256 nodes each)
+	chars             []Range // literals' code points likewise (see charBuf)
 }
 
-// runeBuf returns an empty slice with room for n runes, carved from a shared
-// chunk (appending past n reallocates, leaving the chunk alone).
-func (p *parser) runeBuf(n int) []rune {
+// charBuf returns an empty slice with room for n code points of a literal,
+// carved from a shared chunk (appending past n reallocates, leaving the chunk
+// alone). The compiled grammar's Char elements point into it: a literal's
+// ranges are made once, here.
+func (p *parser) charBuf(n int) []Range {
 	if n > 1024 {
-		return make([]rune, 0, n)
+		return make([]Range, 0, n)
 	}
-	if cap(p.runes)-len(p.runes) < n {
-		p.runes = make([]rune, 0, min(max(2*cap(p.runes), 64), 4096))
-		if n > cap(p.runes) {
-			return make([]rune, 0, n)
+	if cap(p.chars)-len(p.chars) < n {
+		p.chars = make([]Range, 0, min(max(2*cap(p.chars), 64), 4096))
+		if n > cap(p.chars) {
+			return make([]Range, 0, n)
 		}
 	}
-	k := len(p.runes)
-	p.runes = p.runes[:k+n]
-	return p.runes[k : k : k+n]
+	k := len(p.chars)
+	p.chars = p.chars[:k+n]
+	return p.chars[k : k : k+n]
 }
 
 // node returns a new node holding n, from the parser's current chunk.
@@ -176,7 +180,7 @@ func (p *parser) node(n node) *node {
 	}
 	p.slab = append(p.slab, n)
 	x := &p.slab[len(p.slab)-1]
-	if n.op == opRef || (n.op == opExcept && n.name != "") {
+	if n.op == opRef || n.op == opExcept {
 		p.refs = append(p.refs, x)
 	}
 	return x
@@ -426,7 +430,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 			if len(p.seqStack) == base {
 				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat`, string(c))
 			}
-			min, max := 0, -1
+			min, max := int32(0), int32(-1)
 			switch c {
 			case '*':
 				p.pos++
@@ -437,14 +441,15 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 				p.pos++
 				max = 1
 			case '{':
-				var err error
-				if min, max, err = p.parseBounds(nested); err != nil {
+				lo, hi, err := p.parseBounds(nested)
+				if err != nil {
 					return nil, err
 				}
+				min, max = int32(lo), int32(hi) // bounded by maxInt
 				p.bounds = true
 			}
 			last := p.seqStack[len(p.seqStack)-1]
-			if last.op == opLiteral && len(last.runes) == 0 {
+			if last.op == opLiteral && len(last.ranges) == 0 {
 				return nil, p.errorf(start, ErrSyntax, `%q must follow an item to repeat, not an empty literal`, string(c))
 			}
 			p.seqStack[len(p.seqStack)-1] = p.node(node{op: opRepeat, off: start, sub: last, min: min, max: max})
@@ -547,9 +552,9 @@ func (p *parser) parseLiteral() (*node, error) {
 	p.pos++
 	// Sized by the bytes up to the next quote (an escaped quote only makes it
 	// short): one allocation for most literals.
-	var runes []rune
+	var chars []Range
 	if n := strings.IndexByte(p.src[p.pos:], '"'); n > 0 {
-		runes = p.runeBuf(n)
+		chars = p.charBuf(n)
 	}
 	for {
 		if p.pos >= len(p.src) {
@@ -557,13 +562,13 @@ func (p *parser) parseLiteral() (*node, error) {
 		}
 		if p.src[p.pos] == '"' {
 			p.pos++
-			return p.node(node{op: opLiteral, off: open, runes: runes}), nil
+			return p.node(node{op: opLiteral, off: open, ranges: chars}), nil
 		}
 		r, err := p.parseChar()
 		if err != nil {
 			return nil, err
 		}
-		runes = append(runes, r)
+		chars = append(chars, Range{r, r})
 	}
 }
 
@@ -697,7 +702,7 @@ func (p *parser) parseToken() (*node, error) {
 			return nil, p.errorf(p.pos, ErrSyntax, `expected "]>" after token id %d, found %s`, id, p.describe(p.pos))
 		}
 		p.pos += 2
-		n.token = id
+		n.token = int32(id)
 		return n, nil
 	}
 	for p.pos < len(p.src) && p.src[p.pos] != '>' && p.src[p.pos] != '\n' && p.src[p.pos] != '\r' {

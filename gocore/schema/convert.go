@@ -894,7 +894,7 @@ func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 				}
 				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
 					seen[e.Rule] = true
-					work = append(work, e.Rule)
+					work = append(work, int(e.Rule))
 				}
 			}
 		}

@@ -69,7 +69,7 @@ func checkBNFInvariants(t *testing.T, g *gbnf.Grammar) {
 						t.Fatalf("a raw byte of %q is not one byte >= 0x80: %+v", r.Name, e)
 					}
 				case gbnf.RuleRef:
-					if e.Rule < 0 || e.Rule >= len(g.Rules) {
+					if e.Rule < 0 || int(e.Rule) >= len(g.Rules) {
 						t.Fatalf("reference in %q out of range", r.Name)
 					}
 				case gbnf.Token:
@@ -77,8 +77,8 @@ func checkBNFInvariants(t *testing.T, g *gbnf.Grammar) {
 						t.Fatalf("token element in %q is not <any!>: %+v", r.Name, e)
 					}
 				case gbnf.Except:
-					if (e.Rule < 0) == (len(e.Literals) == 0) || e.Rule >= len(g.Rules) {
-						t.Fatalf("except element in %q: rule %d, literals %q", r.Name, e.Rule, e.Literals)
+					if (e.Rule < 0) == (e.Name == "") || int(e.Rule) >= len(g.Rules) {
+						t.Fatalf("except element in %q: rule %d, literal %q", r.Name, e.Rule, e.Name)
 					}
 				default:
 					t.Fatalf("unknown element kind %d in %q", e.Kind, r.Name)

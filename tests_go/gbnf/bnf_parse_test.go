@@ -73,7 +73,7 @@ func TestParseBNFRawBytes(t *testing.T) {
 	// In excepted literals \xHH stays a raw byte of the literal.
 	g, err = gbnf.ParseBNF(`<start> ::= <except!('\xf0')>`)
 	require.NoError(t, err)
-	assert.Equal(t, [][]byte{{0xF0}}, g.Rules[g.Root].Alts[0][0].Literals)
+	assert.Equal(t, "\xf0", g.Rules[g.Root].Alts[0][0].Name)
 	// The GBNF dialect is unchanged: \xHH is a code point there.
 	g, err = gbnf.Parse(`root ::= "\xf0"`)
 	require.NoError(t, err)
@@ -112,17 +112,17 @@ func TestParseBNFTokenElements(t *testing.T) {
 	alt := g.Rules[g.Root].Alts[0]
 	require.Len(t, alt, 3)
 	assert.Equal(t, gbnf.Except, alt[0].Kind)
-	assert.Equal(t, [][]byte{[]byte("ar")}, alt[0].Literals)
-	assert.Equal(t, -1, alt[0].Rule)
-	assert.Equal(t, [][]byte{[]byte(">>")}, alt[1].Literals)
+	assert.Equal(t, "ar", alt[0].Name)
+	assert.Equal(t, int32(-1), alt[0].Rule)
+	assert.Equal(t, ">>", alt[1].Name)
 	assert.Equal(t, "start ::= <except!('ar')> <except!('>>')> \"x\"\n", gbnf.Format(g))
 
 	g, err = gbnf.ParseBNF("<abc> ::= 'a'|'b'|'c'\n<sequence>::= <abc>|<abc><sequence>\n<start> ::= <except!([sequence])>")
 	require.NoError(t, err)
 	e := g.Rules[g.Root].Alts[0][0]
 	assert.Equal(t, gbnf.Except, e.Kind)
-	assert.Equal(t, g.Index["sequence"], e.Rule)
-	assert.Empty(t, e.Literals)
+	assert.Equal(t, g.Index["sequence"], int(e.Rule))
+	assert.Empty(t, e.Name)
 	assert.Contains(t, gbnf.Format(g), "start ::= <except!([sequence])>\n")
 }
 

@@ -41,11 +41,11 @@ func checkInvariants(t testing.TB, g *gbnf.Grammar) {
 						}
 					}
 				case gbnf.RuleRef:
-					if e.Rule < 0 || e.Rule >= len(g.Rules) {
+					if e.Rule < 0 || int(e.Rule) >= len(g.Rules) {
 						t.Fatalf("reference in %q to rule %d, out of range", r.Name, e.Rule)
 					}
 				case gbnf.Repeat:
-					if e.Rule < 0 || e.Rule >= len(g.Rules) || e.Min < 0 || e.Max < 1 || e.Min > e.Max {
+					if e.Rule < 0 || int(e.Rule) >= len(g.Rules) || e.Min < 0 || e.Max < 1 || e.Min > e.Max {
 						t.Fatalf("repetition in %q: rule %d {%d,%d}", r.Name, e.Rule, e.Min, e.Max)
 					}
 				case gbnf.Token:
