@@ -53,7 +53,10 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	if err != nil {
 		return "", nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
-	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, regions: map[string]*keyRegions{}, b: newBuilder()}
+	// Large schemas make about one rule per 64 bytes (kb_1161: 938 KB, 14k
+	// rules): the builder's maps start near their final size instead of
+	// doubling a dozen times.
+	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, regions: map[string]*keyRegions{}, b: newBuilder(len(schema) / 64)}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
 	expr, err := c.visit(doc, "", "root")

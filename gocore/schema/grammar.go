@@ -24,8 +24,11 @@ type builder struct {
 	classKey []byte // classExpr's key buffer
 }
 
-func newBuilder() *builder {
-	b := &builder{rules: map[string]string{}, byBody: map[string]string{}, used: map[string]bool{}, next: map[string]int{}, classes: map[string]string{}}
+// newBuilder returns an empty builder whose maps have room for about rules
+// rules (a hint: they grow past it).
+func newBuilder(rules int) *builder {
+	b := &builder{rules: make(map[string]string, rules), byBody: make(map[string]string, rules),
+		used: make(map[string]bool, rules), next: map[string]int{}, classes: map[string]string{}}
 	for n := range primBodies {
 		b.used[n] = true
 	}

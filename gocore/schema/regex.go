@@ -28,7 +28,7 @@ func FromRegex(pattern string, opts ...Option) (grammar string, err error) {
 	if err != nil {
 		return "", err
 	}
-	b := newBuilder()
+	b := newBuilder(0)
 	rc := &regexConv{b: b, pattern: pattern}
 	body, err := rc.top(re, true)
 	if err != nil {
