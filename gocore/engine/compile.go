@@ -142,7 +142,6 @@ func Compile(g *gbnf.Grammar, v Vocabulary, opts ...Option) (*Grammar, error) {
 	gr.eog = gr.trie.eog // read only: shared by the trie's grammars
 	gr.special = gr.trie.special
 	gr.slots = map[string]*posSlot{}
-	gr.computeFollow(gr.nullable)
 	gr.nullable = nil
 	if err := gr.computeExcepts(); err != nil {
 		return nil, err
@@ -317,6 +316,44 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	for r := range n {
 		gr.lead[r] = gr.leadRule(int32(r))
 	}
+	// The program is complete. The follow sets are computed beside the other
+	// analyses when it is large (none of them reads what computeFollow writes).
+	if len(gr.elems) < parallelFollowFrom {
+		gr.computeFollow(nullable)
+		return gr.analyse(g, nullable, mayDeadEnd)
+	}
+	wait := gr.goComputeFollow(nullable)
+	err := gr.analyse(g, nullable, mayDeadEnd)
+	wait()
+	return err
+}
+
+// parallelFollowFrom is the program size (elements) from which Compile computes
+// the follow sets on a goroutine of their own: a Kubernetes schema's grammar
+// (~150k elements) spends ~5 ms there and as long in the other analyses. Below
+// it, starting a goroutine costs more than it saves.
+const parallelFollowFrom = 1 << 14
+
+// goComputeFollow runs computeFollow on a new goroutine; wait returns when it is
+// done, and re-raises a panic of it on the caller (where the bindings' and the
+// CLI's recover can turn it into an error: a panic on the goroutine itself would
+// end the process).
+func (gr *Grammar) goComputeFollow(nullable []bool) (wait func()) {
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		gr.computeFollow(nullable)
+	}()
+	return func() {
+		if p := <-done; p != nil {
+			panic(p)
+		}
+	}
+}
+
+// analyse runs the analyses of the complete program other than computeFollow,
+// and refuses left recursion and (where the program may have them) dead ends.
+func (gr *Grammar) analyse(g *gbnf.Grammar, nullable []bool, mayDeadEnd bool) error {
 	gr.computeRem()
 	if !gr.computeMinLen() {
 		mayDeadEnd = true // a rule that cannot finish
