@@ -848,6 +848,10 @@ func numLess(a, b any) bool {
 	return ok1 && ok2 && ar.Cmp(br) < 0
 }
 
+// parallelCheckFrom is the number of rules from which checkProductive runs
+// gbnf.Productive on a goroutine of its own.
+const parallelCheckFrom = 1024
+
 // checkProductive refuses a grammar in which a $ref target's rule cannot derive
 // any finite text (a schema such as {"type":"array","items":{"$ref":"#"},
 // "minItems":1} requires an infinitely deep instance): its grammar would let a
@@ -861,7 +865,47 @@ func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 	if err != nil {
 		return nil, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 	}
-	productive := gbnf.Productive(g)
+	// Productivity (a fixpoint over the rules) and the walk of the rules the root
+	// reaches read the grammar only: a large grammar's run side by side.
+	var productive []bool
+	wait := func() {}
+	if len(g.Rules) < parallelCheckFrom {
+		productive = gbnf.Productive(g)
+	} else {
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			productive = gbnf.Productive(g)
+		}()
+		wait = func() {
+			if p := <-done; p != nil {
+				panic(p) // on the caller, where convert's recover reports it
+			}
+		}
+	}
+	// The rules the root reaches, and whether one of them holds a class that
+	// matches nothing.
+	seen := make([]bool, len(g.Rules))
+	work := []int{g.Root}
+	seen[g.Root] = true
+	emptyClass := false
+	for len(work) > 0 && !emptyClass {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, alt := range g.Rules[r].Alts {
+			for i := range alt {
+				e := &alt[i]
+				if e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated) {
+					emptyClass = true
+				}
+				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
+					seen[e.Rule] = true
+					work = append(work, int(e.Rule))
+				}
+			}
+		}
+	}
+	wait()
 	ptrs := make([]string, 0, len(c.refs))
 	for p := range c.refs {
 		ptrs = append(ptrs, p)
@@ -878,29 +922,15 @@ func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 		}
 		return nil, c.errorf("", "", "the schema accepts no finite instance")
 	}
-	// a rule reachable from the root that derives nothing is a dead end: a
-	// model could start it and never finish (a pattern that matches nothing
-	// under an optional property)
-	seen := make([]bool, len(g.Rules))
-	work := []int{g.Root}
-	seen[g.Root] = true
-	for len(work) > 0 {
-		r := work[len(work)-1]
-		work = work[:len(work)-1]
-		if !productive[r] {
-			return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
-		}
-		for _, alt := range g.Rules[r].Alts {
-			for _, e := range alt {
-				if e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated) {
-					return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
-				}
-				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
-					seen[e.Rule] = true
-					work = append(work, int(e.Rule))
-				}
-			}
-		}
+	// a rule reachable from the root that derives nothing, or a class there
+	// that matches nothing, is a dead end: a model could start it and never
+	// finish (a pattern that matches nothing under an optional property)
+	deadEnd := emptyClass
+	for r, ok := range seen {
+		deadEnd = deadEnd || ok && !productive[r]
+	}
+	if deadEnd {
+		return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
 	}
 	return g, nil
 }
