@@ -194,7 +194,6 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	// mayDeadEnd is set by anything that can make a dead end (an empty class or
 	// byte set, a rule that cannot finish): only then is gbnf.DeadEnds run.
 	mayDeadEnd := false
-	nullable := gbnf.Nullable(g)
 	size := 2 * n // the trampolines
 	for _, r := range g.Rules {
 		for _, alt := range r.Alts {
@@ -203,102 +202,125 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	}
 	gr.elems = make([]elem, 0, size)
 	gr.ruleOf = make([]int32, 0, size)
-	for ri, r := range g.Rules {
-		gr.names[ri] = r.Name
-		if len(r.Alts) == 0 {
-			return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "rule has no alternatives"}
-		}
-		for _, alt := range r.Alts {
-			gr.rules[ri] = append(gr.rules[ri], int32(len(gr.elems)))
-			for ei := range alt {
-				e := &alt[ei] // by pointer: an Element is 64 bytes
-				switch e.Kind {
-				case gbnf.Char:
-					if len(e.Ranges) == 1 && !e.Negated && e.Ranges[0].Lo == e.Ranges[0].Hi && uint32(e.Ranges[0].Lo) < 128 {
-						ch := e.Ranges[0].Lo
-						if asciiIdx[ch] < 0 {
-							asciiIdx[ch] = int32(len(gr.classes))
-							gr.classes = append(gr.classes, newClass(e.Ranges, false))
+	// Flattening: on a large grammar, gbnf.Nullable (a fixpoint over the IR) runs
+	// beside it. Only counted repetitions need it: they are checked after, in
+	// order, before any error the flattening itself stopped at.
+	var nullable []bool
+	waitNullable := func() {}
+	if size >= parallelFollowFrom {
+		waitNullable = goRun(func() { nullable = gbnf.Nullable(g) })
+	} else {
+		nullable = gbnf.Nullable(g)
+	}
+	type repeatSite struct{ rule, of int32 }
+	var repeats []repeatSite
+	err := func() error {
+		for ri, r := range g.Rules {
+			gr.names[ri] = r.Name
+			if len(r.Alts) == 0 {
+				return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: "rule has no alternatives"}
+			}
+			for _, alt := range r.Alts {
+				gr.rules[ri] = append(gr.rules[ri], int32(len(gr.elems)))
+				for ei := range alt {
+					e := &alt[ei] // by pointer: an Element is 64 bytes
+					switch e.Kind {
+					case gbnf.Char:
+						if len(e.Ranges) == 1 && !e.Negated && e.Ranges[0].Lo == e.Ranges[0].Hi && uint32(e.Ranges[0].Lo) < 128 {
+							ch := e.Ranges[0].Lo
+							if asciiIdx[ch] < 0 {
+								asciiIdx[ch] = int32(len(gr.classes))
+								gr.classes = append(gr.classes, newClass(e.Ranges, false))
+							}
+							gr.elems = append(gr.elems, elem{op: opChar, arg: asciiIdx[ch]})
+							break
 						}
-						gr.elems = append(gr.elems, elem{op: opChar, arg: asciiIdx[ch]})
-						break
-					}
-					// Classes are deduplicated by their written ranges (a key
-					// cheap to build), before the class itself is built.
-					kb = kb[:0]
-					if e.Negated {
-						kb = append(kb, 1)
-					}
-					for _, r := range e.Ranges {
-						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Lo))
-						kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Hi))
-					}
-					ci, ok := classIdx[string(kb)]
-					if !ok {
-						ci = int32(len(gr.classes))
-						classIdx[string(kb)] = ci
-						gr.classes = append(gr.classes, newClass(e.Ranges, e.Negated))
-						mayDeadEnd = mayDeadEnd || gbnf.ClassEmpty(e.Ranges, e.Negated)
-					}
-					gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
-				case gbnf.RuleRef:
-					if e.Rule < 0 || int(e.Rule) >= n {
-						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("reference to undefined rule index %d", e.Rule)}
-					}
-					gr.elems = append(gr.elems, elem{op: opRef, arg: e.Rule})
-				case gbnf.Repeat:
-					if e.Rule < 0 || int(e.Rule) >= n {
-						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("repetition of undefined rule index %d", e.Rule)}
-					}
-					if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
-						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
-					}
-					if nullable[e.Rule] {
-						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[e.Rule].Name)}
-					}
-					gr.elems = append(gr.elems, elem{op: opRepeat, arg: e.Rule, lo: e.Min, hi: e.Max})
-				case gbnf.Token:
-					if e.Token == gbnf.AnyToken && e.Name == "" {
-						// bnf_sampler's <any!>: any token but none (see tokenelems.go).
-						gr.hasToken = true
-						gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: anyTokenArg})
-						break
-					}
-					id := int(e.Token)
-					if e.Name != "" {
-						var ok bool
-						id, ok = gr.vocab.TokenID(e.Name)
+						// Classes are deduplicated by their written ranges (a key
+						// cheap to build), before the class itself is built.
+						kb = kb[:0]
+						if e.Negated {
+							kb = append(kb, 1)
+						}
+						for _, r := range e.Ranges {
+							kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Lo))
+							kb = binary.LittleEndian.AppendUint32(kb, uint32(r.Hi))
+						}
+						ci, ok := classIdx[string(kb)]
 						if !ok {
-							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token %s is not in the vocabulary", e.Name)}
+							ci = int32(len(gr.classes))
+							classIdx[string(kb)] = ci
+							gr.classes = append(gr.classes, newClass(e.Ranges, e.Negated))
+							mayDeadEnd = mayDeadEnd || gbnf.ClassEmpty(e.Ranges, e.Negated)
 						}
+						gr.elems = append(gr.elems, elem{op: opChar, arg: ci})
+					case gbnf.RuleRef:
+						if e.Rule < 0 || int(e.Rule) >= n {
+							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("reference to undefined rule index %d", e.Rule)}
+						}
+						gr.elems = append(gr.elems, elem{op: opRef, arg: e.Rule})
+					case gbnf.Repeat:
+						if e.Rule < 0 || int(e.Rule) >= n {
+							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("repetition of undefined rule index %d", e.Rule)}
+						}
+						if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
+							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
+						}
+						repeats = append(repeats, repeatSite{int32(ri), e.Rule})
+						gr.elems = append(gr.elems, elem{op: opRepeat, arg: e.Rule, lo: e.Min, hi: e.Max})
+					case gbnf.Token:
+						if e.Token == gbnf.AnyToken && e.Name == "" {
+							// bnf_sampler's <any!>: any token but none (see tokenelems.go).
+							gr.hasToken = true
+							gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: anyTokenArg})
+							break
+						}
+						id := int(e.Token)
+						if e.Name != "" {
+							var ok bool
+							id, ok = gr.vocab.TokenID(e.Name)
+							if !ok {
+								return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token %s is not in the vocabulary", e.Name)}
+							}
+						}
+						if id < 0 || id >= gr.size {
+							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token id %d is outside the vocabulary (size %d)", id, gr.size)}
+						}
+						gr.hasToken = true
+						gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
+					case gbnf.Except:
+						arg, err := gr.addExcept(*e, r)
+						if err != nil {
+							return err
+						}
+						gr.hasToken = true
+						gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: arg})
+					case gbnf.Byte:
+						mayDeadEnd = mayDeadEnd || len(e.Ranges) == 0
+						arg, err := gr.addByteSet(*e, r)
+						if err != nil {
+							return err
+						}
+						gr.elems = append(gr.elems, elem{op: opByte, arg: arg})
+					default:
+						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("unknown element kind %d", e.Kind)}
 					}
-					if id < 0 || id >= gr.size {
-						return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("token id %d is outside the vocabulary (size %d)", id, gr.size)}
-					}
-					gr.hasToken = true
-					gr.elems = append(gr.elems, elem{op: opToken, neg: e.Negated, arg: int32(id)})
-				case gbnf.Except:
-					arg, err := gr.addExcept(*e, r)
-					if err != nil {
-						return err
-					}
-					gr.hasToken = true
-					gr.elems = append(gr.elems, elem{op: opToken, neg: true, arg: arg})
-				case gbnf.Byte:
-					mayDeadEnd = mayDeadEnd || len(e.Ranges) == 0
-					arg, err := gr.addByteSet(*e, r)
-					if err != nil {
-						return err
-					}
-					gr.elems = append(gr.elems, elem{op: opByte, arg: arg})
-				default:
-					return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("unknown element kind %d", e.Kind)}
+					gr.ruleOf = append(gr.ruleOf, int32(ri))
 				}
+				gr.elems = append(gr.elems, elem{op: opEnd})
 				gr.ruleOf = append(gr.ruleOf, int32(ri))
 			}
-			gr.elems = append(gr.elems, elem{op: opEnd})
-			gr.ruleOf = append(gr.ruleOf, int32(ri))
 		}
+		return nil
+	}()
+	waitNullable()
+	for _, rp := range repeats {
+		if nullable[rp.of] {
+			r := g.Rules[rp.rule]
+			return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[rp.of].Name)}
+		}
+	}
+	if err != nil {
+		return err
 	}
 	if gr.classes == nil {
 		gr.classes = []class{}
@@ -322,8 +344,8 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		gr.computeFollow(nullable)
 		return gr.analyse(g, nullable, mayDeadEnd)
 	}
-	wait := gr.goComputeFollow(nullable)
-	err := gr.analyse(g, nullable, mayDeadEnd)
+	wait := goRun(func() { gr.computeFollow(nullable) })
+	err = gr.analyse(g, nullable, mayDeadEnd)
 	wait()
 	return err
 }
@@ -334,15 +356,14 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 // it, starting a goroutine costs more than it saves.
 const parallelFollowFrom = 1 << 14
 
-// goComputeFollow runs computeFollow on a new goroutine; wait returns when it is
-// done, and re-raises a panic of it on the caller (where the bindings' and the
-// CLI's recover can turn it into an error: a panic on the goroutine itself would
-// end the process).
-func (gr *Grammar) goComputeFollow(nullable []bool) (wait func()) {
+// goRun runs f on a new goroutine; wait returns when it is done, and re-raises
+// a panic of f on the caller (where the bindings' and the CLI's recover can turn
+// it into an error: a panic on the goroutine itself would end the process).
+func goRun(f func()) (wait func()) {
 	done := make(chan any, 1)
 	go func() {
 		defer func() { done <- recover() }()
-		gr.computeFollow(nullable)
+		f()
 	}()
 	return func() {
 		if p := <-done; p != nil {

@@ -99,3 +99,48 @@ func TestTokenIDCheckedBeforeAllocating(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 501, v.Specials, "ids from the input count, huge ones do not")
 }
+
+// TestCountedRepetitionOfNullableRuleRefused: hand-built IR whose Repeat names a
+// rule that can match the empty string is refused by Compile (gbnf.Parse unrolls
+// such repetitions), with the rule that holds it, and before any later error in
+// the IR. A large program (where Compile finds the nullable rules on a goroutine
+// of its own, beside the flattening) answers as a small one does.
+func TestCountedRepetitionOfNullableRuleRefused(t *testing.T) {
+	ch := func(c rune) gbnf.Element {
+		return gbnf.Element{Kind: gbnf.Char, Ranges: []gbnf.Range{{Lo: c, Hi: c}}}
+	}
+	for _, filler := range []int{0, 40_000} {
+		build := func(badRef bool) *gbnf.Grammar {
+			g := &gbnf.Grammar{Rules: []gbnf.Rule{
+				{Name: "root", Alts: []gbnf.Sequence{{ch('a'), {Kind: gbnf.RuleRef, Rule: 1}, {Kind: gbnf.RuleRef, Rule: 2}}}},
+				{Name: "holder", Alts: []gbnf.Sequence{{{Kind: gbnf.Repeat, Rule: 3, Min: 2, Max: 100}}}},
+				{Name: "later", Alts: []gbnf.Sequence{{ch('b')}}},
+				{Name: "maybe", Alts: []gbnf.Sequence{{ch('x')}, {}}},
+			}}
+			long := make(gbnf.Sequence, filler)
+			for i := range long {
+				long[i] = ch('y')
+			}
+			g.Rules[2].Alts = append(g.Rules[2].Alts, long)
+			if badRef {
+				g.Rules[2].Alts[0] = append(g.Rules[2].Alts[0], gbnf.Element{Kind: gbnf.RuleRef, Rule: 99})
+			}
+			return g
+		}
+		for _, badRef := range []bool{false, true} {
+			_, err := engine.Compile(build(badRef), newListVocab("a", "b", "x", "y"))
+			var ce *engine.CompileError
+			require.ErrorAs(t, err, &ce, "filler %d, bad ref %v", filler, badRef)
+			assert.Equal(t, "holder", ce.Rule)
+			assert.Contains(t, err.Error(), `counted repetition of rule "maybe", which can match the empty string`)
+		}
+		// Without the repetition, the later error is the one reported.
+		g := build(true)
+		g.Rules[1].Alts[0][0] = gbnf.Element{Kind: gbnf.RuleRef, Rule: 3}
+		_, err := engine.Compile(g, newListVocab("a", "b", "x", "y"))
+		var ce *engine.CompileError
+		require.ErrorAs(t, err, &ce, "filler %d", filler)
+		assert.Equal(t, "later", ce.Rule)
+		assert.Contains(t, err.Error(), "undefined rule index 99")
+	}
+}
