@@ -203,14 +203,18 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	gr.elems = make([]elem, 0, size)
 	gr.ruleOf = make([]int32, 0, size)
 	// Flattening: on a large grammar, gbnf.Nullable (a fixpoint over the IR) runs
-	// beside it. Only counted repetitions need it: they are checked after, in
-	// order, before any error the flattening itself stopped at.
+	// beside it. Only counted repetitions need it: there they are checked after,
+	// in order, before any error the flattening itself stopped at.
 	var nullable []bool
 	waitNullable := func() {}
-	if size >= parallelFollowFrom {
+	parallel := size >= parallelFollowFrom
+	if parallel {
 		waitNullable = goRun(func() { nullable = gbnf.Nullable(g) })
 	} else {
 		nullable = gbnf.Nullable(g)
+	}
+	nullableRepeat := func(r gbnf.Rule, of int32) error {
+		return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[of].Name)}
 	}
 	type repeatSite struct{ rule, of int32 }
 	var repeats []repeatSite
@@ -265,7 +269,11 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 						if e.Min < 0 || e.Max < 1 || e.Min > e.Max || e.Max > 1<<30 {
 							return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("bad repetition count {%d,%d}", e.Min, e.Max)}
 						}
-						repeats = append(repeats, repeatSite{int32(ri), e.Rule})
+						if parallel {
+							repeats = append(repeats, repeatSite{int32(ri), e.Rule})
+						} else if nullable[e.Rule] {
+							return nullableRepeat(r, e.Rule)
+						}
 						gr.elems = append(gr.elems, elem{op: opRepeat, arg: e.Rule, lo: e.Min, hi: e.Max})
 					case gbnf.Token:
 						if e.Token == gbnf.AnyToken && e.Name == "" {
@@ -315,8 +323,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	waitNullable()
 	for _, rp := range repeats {
 		if nullable[rp.of] {
-			r := g.Rules[rp.rule]
-			return &CompileError{Rule: r.Name, Pos: r.Pos, Msg: fmt.Sprintf("counted repetition of rule %q, which can match the empty string (gbnf.Parse unrolls such repetitions)", g.Rules[rp.of].Name)}
+			return nullableRepeat(g.Rules[rp.rule], rp.of)
 		}
 	}
 	if err != nil {
