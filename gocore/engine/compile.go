@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/safecall"
 )
 
 // Grammar is a compiled grammar bound to one Vocabulary. It is immutable once built
@@ -209,7 +210,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 	waitNullable := func() {}
 	parallel := size >= parallelFollowFrom
 	if parallel {
-		waitNullable = goRun(func() { nullable = gbnf.Nullable(g) })
+		waitNullable = safecall.Go(func() { nullable = gbnf.Nullable(g) })
 	} else {
 		nullable = gbnf.Nullable(g)
 	}
@@ -351,7 +352,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		gr.computeFollow(nullable)
 		return gr.analyse(g, nullable, mayDeadEnd)
 	}
-	wait := goRun(func() { gr.computeFollow(nullable) })
+	wait := safecall.Go(func() { gr.computeFollow(nullable) })
 	err = gr.analyse(g, nullable, mayDeadEnd)
 	wait()
 	return err
@@ -362,22 +363,6 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 // (~150k elements) spends ~5 ms there and as long in the other analyses. Below
 // it, starting a goroutine costs more than it saves.
 const parallelFollowFrom = 1 << 14
-
-// goRun runs f on a new goroutine; wait returns when it is done, and re-raises
-// a panic of f on the caller (where the bindings' and the CLI's recover can turn
-// it into an error: a panic on the goroutine itself would end the process).
-func goRun(f func()) (wait func()) {
-	done := make(chan any, 1)
-	go func() {
-		defer func() { done <- recover() }()
-		f()
-	}()
-	return func() {
-		if p := <-done; p != nil {
-			panic(p)
-		}
-	}
-}
 
 // analyse runs the analyses of the complete program other than computeFollow,
 // and refuses left recursion and (where the program may have them) dead ends.

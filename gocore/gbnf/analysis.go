@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tetherlm/tether/gocore/safecall"
 )
 
 // Grammar analyses over the IR, in one place: which rules can match the empty
@@ -173,7 +175,28 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 	if root < 0 || root >= len(g.Rules) {
 		return nil
 	}
-	prod := Productive(g)
+	var prod []bool
+	if len(g.Rules) < parallelDeadEndsFrom {
+		prod = Productive(g)
+	} else {
+		// A large grammar: productivity (a fixpoint) is computed on a goroutine
+		// while the rules the root reaches are collected. With no reachable
+		// element that matches nothing and every reachable rule productive there
+		// is no dead end (the usual answer); otherwise the walk below finds the
+		// first one, as for a small grammar.
+		wait := safecall.Go(func() { prod = Productive(g) })
+		reach, empty := reachable(g, root)
+		wait()
+		if !empty {
+			dead := false
+			for r, ok := range reach {
+				dead = dead || ok && !prod[r]
+			}
+			if !dead {
+				return nil
+			}
+		}
+	}
 	seen := make([]bool, len(g.Rules))
 	seen[root] = true
 	work := []int{root}
@@ -208,6 +231,40 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		}
 	}
 	return nil
+}
+
+// parallelDeadEndsFrom is the number of rules from which DeadEnds computes
+// productivity beside its walk.
+const parallelDeadEndsFrom = 1024
+
+// reachable returns the rules that root reaches through references, and whether
+// one of them holds an element that matches nothing (a character class or a raw
+// byte set): the elements DeadEnds looks at, in any order.
+func reachable(g *Grammar, root int) (seen []bool, empty bool) {
+	seen = make([]bool, len(g.Rules))
+	seen[root] = true
+	work := []int{root}
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, alt := range g.Rules[r].Alts {
+			for i := range alt {
+				e := &alt[i]
+				switch e.Kind {
+				case Char:
+					empty = empty || ClassEmpty(e.Ranges, e.Negated)
+				case Byte:
+					empty = empty || len(e.Ranges) == 0
+				case RuleRef, Repeat:
+					if e.Rule >= 0 && int(e.Rule) < len(g.Rules) && !seen[e.Rule] {
+						seen[e.Rule] = true
+						work = append(work, int(e.Rule))
+					}
+				}
+			}
+		}
+	}
+	return seen, empty
 }
 
 func describeRanges(rs []Range, neg bool) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/safecall"
 )
 
 // FromJSONSchema converts a JSON Schema document into GBNF text whose root rule
@@ -872,16 +873,7 @@ func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 	if len(g.Rules) < parallelCheckFrom {
 		productive = gbnf.Productive(g)
 	} else {
-		done := make(chan any, 1)
-		go func() {
-			defer func() { done <- recover() }()
-			productive = gbnf.Productive(g)
-		}()
-		wait = func() {
-			if p := <-done; p != nil {
-				panic(p) // on the caller, where convert's recover reports it
-			}
-		}
+		wait = safecall.Go(func() { productive = gbnf.Productive(g) })
 	}
 	// The rules the root reaches, and whether one of them holds a class that
 	// matches nothing.

@@ -221,3 +221,44 @@ func TestNoDeadEndsAccepted(t *testing.T) {
 		assert.NoError(t, err, "%q", src)
 	}
 }
+
+// Dead ends are found, and reported the same way, in a grammar of a handful of rules
+// and in one of thousands (where productivity is computed beside the walk of the
+// reachable rules): at the end of a long chain, behind an unproductive cycle, and
+// not when the dead rule is out of the root's reach.
+func TestDeadEndsInLargeGrammars(t *testing.T) {
+	chain := func(n int, last string, extra string) string {
+		var b strings.Builder
+		b.WriteString("root ::= \"a\" r1\n")
+		for i := 1; i < n; i++ {
+			fmt.Fprintf(&b, "r%d ::= \"a\" r%d | \"b\"\n", i, i+1)
+		}
+		fmt.Fprintf(&b, "r%d ::= %s\n", n, last)
+		b.WriteString(extra)
+		return b.String()
+	}
+	for _, n := range []int{5, 3000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			_, err := gbnf.Parse(chain(n, `"x" [\uD800-\uDFFF] | "y"`, ""))
+			var ge *gbnf.Error
+			require.ErrorAs(t, err, &ge)
+			assert.Equal(t, gbnf.ErrDeadEnd, ge.Code)
+			assert.Equal(t, gbnf.Pos{Line: n + 1, Col: len(fmt.Sprintf("r%d ::= \"x\" ", n)) + 1}, ge.Pos)
+			assert.Contains(t, ge.Msg, fmt.Sprintf(`dead end in rule "r%d": a character that matches nothing`, n))
+
+			_, err = gbnf.Parse(chain(n, `"x" a | "y"`, "a ::= b\nb ::= a\n"))
+			require.ErrorAs(t, err, &ge)
+			assert.Equal(t, gbnf.ErrDeadEnd, ge.Code)
+			assert.Equal(t, n+1, ge.Pos.Line)
+			assert.Contains(t, ge.Msg, fmt.Sprintf(`dead end in rule "r%d": rule "a" can never match anything`, n))
+
+			g, err := gbnf.Parse(chain(n, `"z"`, "dead ::= \"c\" a\na ::= \"d\" b\nb ::= \"e\" a\n"))
+			require.NoError(t, err, "a dead rule the root cannot reach is no dead end")
+			assert.Nil(t, gbnf.DeadEnds(g, g.Root))
+			d := gbnf.DeadEnds(g, g.Index["dead"])
+			require.NotNil(t, d)
+			assert.Equal(t, g.Index["dead"], d.Rule)
+			assert.Contains(t, d.Why, `rule "a" can never match anything`)
+		})
+	}
+}

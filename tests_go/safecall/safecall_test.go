@@ -51,3 +51,40 @@ func TestPanicErrorCarriesStack(t *testing.T) {
 	assert.Equal(t, "Explode", pe.Op)
 	assert.Contains(t, pe.Stack, "safecall_test", "the stack names the frame that panicked")
 }
+
+//go:noinline
+func explodeOnGoroutine() { panic("kaboom") }
+
+// Go runs work on another goroutine and carries its panic to the caller: wait
+// re-raises it there, and Do reports the goroutine's own value and stack (where
+// it panicked, not where wait re-raised it) instead of the process ending.
+func TestGoCarriesPanicToCaller(t *testing.T) {
+	ran := false
+	wait := safecall.Go(func() { ran = true })
+	wait()
+	assert.True(t, ran, "wait returns after f has run")
+
+	got, err := safecall.Do("op", func() (int, error) {
+		wait := safecall.Go(explodeOnGoroutine)
+		wait()
+		return 1, nil
+	})
+	assert.Zero(t, got)
+	var pe *safecall.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "op", pe.Op)
+	assert.Equal(t, "kaboom", pe.Value)
+	assert.Contains(t, pe.Stack, "explodeOnGoroutine")
+	assert.Contains(t, err.Error(), "tether internal error in op: kaboom")
+
+	// Outside Do the re-raised value says what and where.
+	func() {
+		defer func() {
+			gp, ok := recover().(*safecall.GoroutinePanic)
+			require.True(t, ok)
+			assert.Equal(t, "kaboom", gp.Value)
+			assert.Contains(t, gp.Error(), "explodeOnGoroutine")
+		}()
+		safecall.Go(explodeOnGoroutine)()
+	}()
+}
