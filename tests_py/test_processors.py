@@ -232,9 +232,12 @@ def test_dtypes_and_layouts(dtype: torch.dtype, contiguous: bool) -> None:
         assert torch.all(out[row][~finite] == float("-inf"))
 
 
-def test_inplace_matches_copy() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_inplace_matches_copy(dtype: torch.dtype) -> None:
+    """inplace=True writes the mask into the given scores, on Go's path (float32) and on
+    the bitmask path that GPU scores take (float64 here), and gives what the copy gives."""
     tok = tokenizer_for("llama3")
-    scores = torch.randn((2, len(tok)))
+    scores = torch.randn((2, len(tok)), dtype=dtype)
     ids = torch.tensor([[5], [6]])
     copy = tether.RegexLogitsProcessor(r"[0-9]+", tok)(ids, scores)
     assert copy is not scores and torch.isfinite(scores).all(), "the default leaves scores alone"

@@ -61,13 +61,15 @@ def _end_session(handles: int | tuple[int, ...], key: int) -> None:
 
 
 class _Stream:
-    """One generate call's (or one thread's direct calls') key and mask buffer."""
+    """One generate call's (or one thread's direct calls') key and mask buffer, and for
+    device scores the event that marks the buffer's last copy to the device."""
 
-    __slots__ = ("key", "mask_buf", "__weakref__")
+    __slots__ = ("key", "mask_buf", "copied", "__weakref__")
 
     def __init__(self) -> None:
         self.key = next(_keys)
         self.mask_buf: Any = None
+        self.copied: Any = None
 
 
 def _generation_eos(generation_config: Any) -> list[int]:
@@ -97,7 +99,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         model: the model (or ``generation_config``: its GenerationConfig) that will
             generate. End tokens become exactly ``generation_config.eos_token_id``, the ids
             ``generate`` stops on, and the score width must be the model's vocabulary size.
-        inplace: write the mask into CPU scores instead of returning a new tensor.
+        inplace: write the mask into the scores instead of returning a new tensor.
 
     **End tokens.** They are allowed exactly when the grammar can end; a finished row is
     offered only end tokens. Which ids: ``eos_token_id`` if given; else the model's
@@ -124,7 +126,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
     raises :class:`tether.GrammarLimitError` (never an inexact mask).
 
     Like transformers' own processors it returns a new tensor. ``inplace=True`` writes into
-    the given CPU scores instead, which saves a copy of the row per step; do not combine it
+    the given scores instead (CPU or GPU), which saves a copy of the row per step; do not combine it
     with ``output_logits=True``, whose raw logits would then show the mask.
 
     Example (runs with the test tokenizers of a checkout)::
@@ -292,7 +294,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         Return:
             `torch.FloatTensor` of shape `(batch_size, vocab_size)`: the scores with
             ``-inf`` for every token the grammar does not allow next (the given tensor when
-            ``inplace=True`` and it is a contiguous CPU tensor).
+            ``inplace=True``, unless it is a non-contiguous CPU tensor of fp32/bf16/fp16).
 
         Raises:
             TypeError: input_ids or scores is not a tensor of a supported dtype.
@@ -363,6 +365,11 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         # it over and applies it, so the scores never leave the device.
         words = (width + 31) // 32
         buf = self._mask_buffer(stream, batch, words, scores.device)
+        if stream.copied is not None:
+            # The last step's copy out of the pinned buffer runs asynchronously: it must
+            # be done before Go writes the buffer again (input_ids already on the CPU
+            # would let this step start without any other wait on the device).
+            stream.copied.synchronize()
         for g, h in enumerate(self._handles):
             r0 = g * per
             call(
@@ -371,8 +378,15 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 buf.data_ptr() + r0 * words * 4, per * words, width,
                 error=TetherError,
             )
-        allowed = _unpack(buf.to(scores.device, non_blocking=True), width)
-        return scores.masked_fill(~allowed, float("-inf"))
+        on_device = buf.to(scores.device, non_blocking=True)
+        if scores.device.type == "cuda":
+            if stream.copied is None:
+                stream.copied = torch.cuda.Event()
+            stream.copied.record(torch.cuda.current_stream(scores.device))
+        refused = _refused(on_device, width)
+        if self.inplace:
+            return scores.masked_fill_(refused, float("-inf"))
+        return scores.masked_fill(refused, float("-inf"))
 
     @staticmethod
     def _mask_buffer(stream: _Stream, batch: int, words: int, device: Any) -> Any:
@@ -394,12 +408,20 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         _release(self, native.bindings_ProcessorClose)
 
 
-def _unpack(words: Any, width: int) -> Any:
+_BIT_VALUES: dict[Any, Any] = {}  # device -> int32 [32]: 1 << i (bit 31 is the sign bit)
+
+
+def _refused(words: Any, width: int) -> Any:
+    """[rows, width] bools from bitmask words on any device: True where the token's bit is
+    clear (the grammar refuses it). Two kernels (and, compare): a decoding step on a GPU
+    pays per kernel launched."""
     import torch
 
-    shifts = torch.arange(32, dtype=torch.int32, device=words.device)
-    bits = (words.unsqueeze(-1) >> shifts) & 1
-    return bits.reshape(words.shape[0], -1)[:, :width].bool()
+    bits = _BIT_VALUES.get(words.device)
+    if bits is None:
+        bits = torch.bitwise_left_shift(torch.ones(32, dtype=torch.int32), torch.arange(32, dtype=torch.int32))
+        bits = _BIT_VALUES.setdefault(words.device, bits.to(words.device))
+    return ((words.unsqueeze(-1) & bits) == 0).reshape(words.shape[0], -1)[:, :width]
 
 
 def _model_width(model: Any) -> int | None:
