@@ -90,6 +90,27 @@ for mode, kw, batch in [
         print(f"  {mode:8s} {'ok ' if ok else 'BAD'} {text!r}", flush=True)
 print("generate on", dev, "outputs that fail:", fails, flush=True)
 
+# 1b. the bitmask API with device logits: a batch filled in one call, applied on the device
+g1 = tether.Grammar.from_json_schema(SCHEMA, tok, whitespace="compact")
+g2 = tether.Grammar(tether.regex_to_gbnf(r"[0-9]{2,5}-[a-z]+"), tok)
+m1, m2 = g1.matcher(), g2.matcher()
+for t in tok.encode('{"name":"ab', add_special_tokens=False):
+    m1.accept_token(t)
+mask = tether.allocate_token_bitmask(2, V)
+tether.fill_next_token_bitmasks([m1, m2], mask)
+logits = torch.randn(2, V, device=dev)
+tether.apply_token_bitmask(logits, mask)
+api_bad = 0
+for row, m in enumerate((m1, m2)):
+    got = torch.isfinite(logits[row]).nonzero().flatten().cpu().tolist()
+    api_bad += got != m.allowed_token_ids().tolist()
+one = torch.randn(V, device=dev)  # one row, 1-D, and a bitmask narrower than the logits
+tether.apply_token_bitmask(one, mask[1][: (V - 64) // 32])
+want = [t for t in m2.allowed_token_ids().tolist() if t < (V - 64) // 32 * 32]
+api_bad += torch.isfinite(one).nonzero().flatten().cpu().tolist() != want
+print("bitmask API on", dev, "rows that differ from the matchers' allowed sets:", api_bad, flush=True)
+fails += api_bad
+
 # 2. per-step cost on device scores
 import xgrammar as xgr  # noqa: E402
 

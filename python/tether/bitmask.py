@@ -174,13 +174,32 @@ def apply_token_bitmask(logits: Any, bitmask: Any) -> Any:
     import torch
 
     mask = bitmask if isinstance(bitmask, torch.Tensor) else torch.from_numpy(np.asarray(bitmask))
-    allowed = unpack_token_bitmask(mask.to(logits.device, non_blocking=True), mask.shape[-1] * 32)
-    width = logits.shape[-1]
-    if allowed.shape[-1] < width:
-        pad = torch.zeros((allowed.shape[0], width - allowed.shape[-1]), dtype=torch.bool, device=logits.device)
-        allowed = torch.cat([allowed, pad], dim=-1)
-    logits.masked_fill_(~allowed[:, :width].view(logits.shape), float("-inf"))
+    words = mask.to(logits.device, non_blocking=True)
+    if words.dim() == 1:
+        words = words.unsqueeze(0)
+    logits.masked_fill_(_refused(words, logits.shape[-1]).view(logits.shape), float("-inf"))
     return logits
+
+
+_BIT_VALUES: dict[Any, Any] = {}  # device -> int32 [32]: 1 << i (bit 31 is the sign bit)
+
+
+def _refused(words: Any, width: int) -> Any:
+    """``[rows, width]`` bools from bitmask words ``[rows, n]`` on any device: True where
+    the token's bit is clear (the grammar refuses it), and past the last word. Two kernels
+    (and, compare) when the words cover the width: a decoding step on a GPU pays per
+    kernel launched."""
+    import torch
+
+    bits = _BIT_VALUES.get(words.device)
+    if bits is None:
+        bits = torch.bitwise_left_shift(torch.ones(32, dtype=torch.int32), torch.arange(32, dtype=torch.int32))
+        bits = _BIT_VALUES.setdefault(words.device, bits.to(words.device))
+    refused = ((words.unsqueeze(-1) & bits) == 0).reshape(words.shape[0], -1)
+    if refused.shape[1] >= width:
+        return refused[:, :width]
+    rest = torch.ones((refused.shape[0], width - refused.shape[1]), dtype=torch.bool, device=words.device)
+    return torch.cat([refused, rest], dim=1)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import GrammarError, TetherError
+from .bitmask import _refused
 from ._native_call import call, native
 from .grammar import (
     DEFAULT_WHITESPACE,
@@ -406,22 +407,6 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             except Exception:
                 pass
         _release(self, native.bindings_ProcessorClose)
-
-
-_BIT_VALUES: dict[Any, Any] = {}  # device -> int32 [32]: 1 << i (bit 31 is the sign bit)
-
-
-def _refused(words: Any, width: int) -> Any:
-    """[rows, width] bools from bitmask words on any device: True where the token's bit is
-    clear (the grammar refuses it). Two kernels (and, compare): a decoding step on a GPU
-    pays per kernel launched."""
-    import torch
-
-    bits = _BIT_VALUES.get(words.device)
-    if bits is None:
-        bits = torch.bitwise_left_shift(torch.ones(32, dtype=torch.int32), torch.arange(32, dtype=torch.int32))
-        bits = _BIT_VALUES.setdefault(words.device, bits.to(words.device))
-    return ((words.unsqueeze(-1) & bits) == 0).reshape(words.shape[0], -1)[:, :width]
 
 
 def _model_width(model: Any) -> int | None:
