@@ -185,7 +185,11 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		// is no dead end (the usual answer); otherwise the walk below finds the
 		// first one, as for a small grammar.
 		wait := safecall.Go(func() { prod = Productive(g) })
-		reach, empty := reachable(g, root)
+		empty := false
+		reach := walkReachable(g, root, func(_, _, _ int, e *Element) bool {
+			empty = empty || elementEmpty(e)
+			return true
+		})
 		wait()
 		if !empty {
 			dead := false
@@ -197,6 +201,36 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 			}
 		}
 	}
+	var d *DeadEnd
+	walkReachable(g, root, func(r, a, i int, e *Element) bool {
+		switch {
+		case e.Kind == Char && elementEmpty(e):
+			d = &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
+		case e.Kind == Byte && elementEmpty(e):
+			d = &DeadEnd{r, a, i, "a raw byte element that matches no byte"}
+		case (e.Kind == RuleRef || e.Kind == Repeat) && e.Rule >= 0 && int(e.Rule) < len(g.Rules) && !prod[e.Rule]:
+			d = &DeadEnd{r, a, i, fmt.Sprintf("rule %q can never match anything (every way through it needs itself or a character that matches nothing)", g.Rules[e.Rule].Name)}
+		}
+		return d == nil
+	})
+	return d
+}
+
+// elementEmpty reports whether a character or raw byte element matches nothing.
+func elementEmpty(e *Element) bool {
+	switch e.Kind {
+	case Char:
+		return ClassEmpty(e.Ranges, e.Negated)
+	case Byte:
+		return len(e.Ranges) == 0
+	}
+	return false
+}
+
+// walkReachable calls visit for every element of every rule that root reaches
+// through references (depth first; a rule's elements in order, then the rules they
+// reach), until visit returns false, and returns the rules it reached.
+func walkReachable(g *Grammar, root int, visit func(rule, alt, elem int, e *Element) bool) []bool {
 	seen := make([]bool, len(g.Rules))
 	seen[root] = true
 	work := []int{root}
@@ -206,66 +240,22 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		for a, alt := range g.Rules[r].Alts {
 			for i := range alt {
 				e := &alt[i]
-				switch e.Kind {
-				case Char:
-					if ClassEmpty(e.Ranges, e.Negated) {
-						return &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
-					}
-				case Byte:
-					if len(e.Ranges) == 0 {
-						return &DeadEnd{r, a, i, "a raw byte element that matches no byte"}
-					}
-				case RuleRef, Repeat:
-					if e.Rule < 0 || int(e.Rule) >= len(g.Rules) {
-						continue
-					}
-					if !prod[e.Rule] {
-						return &DeadEnd{r, a, i, fmt.Sprintf("rule %q can never match anything (every way through it needs itself or a character that matches nothing)", g.Rules[e.Rule].Name)}
-					}
-					if !seen[e.Rule] {
-						seen[e.Rule] = true
-						work = append(work, int(e.Rule))
-					}
+				if !visit(r, a, i, e) {
+					return seen
+				}
+				if (e.Kind == RuleRef || e.Kind == Repeat) && e.Rule >= 0 && int(e.Rule) < len(g.Rules) && !seen[e.Rule] {
+					seen[e.Rule] = true
+					work = append(work, int(e.Rule))
 				}
 			}
 		}
 	}
-	return nil
+	return seen
 }
 
 // parallelDeadEndsFrom is the number of rules from which DeadEnds computes
 // productivity beside its walk.
 const parallelDeadEndsFrom = 1024
-
-// reachable returns the rules that root reaches through references, and whether
-// one of them holds an element that matches nothing (a character class or a raw
-// byte set): the elements DeadEnds looks at, in any order.
-func reachable(g *Grammar, root int) (seen []bool, empty bool) {
-	seen = make([]bool, len(g.Rules))
-	seen[root] = true
-	work := []int{root}
-	for len(work) > 0 {
-		r := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, alt := range g.Rules[r].Alts {
-			for i := range alt {
-				e := &alt[i]
-				switch e.Kind {
-				case Char:
-					empty = empty || ClassEmpty(e.Ranges, e.Negated)
-				case Byte:
-					empty = empty || len(e.Ranges) == 0
-				case RuleRef, Repeat:
-					if e.Rule >= 0 && int(e.Rule) < len(g.Rules) && !seen[e.Rule] {
-						seen[e.Rule] = true
-						work = append(work, int(e.Rule))
-					}
-				}
-			}
-		}
-	}
-	return seen, empty
-}
 
 func describeRanges(rs []Range, neg bool) string {
 	var b strings.Builder

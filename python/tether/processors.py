@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import GrammarError, TetherError
-from .bitmask import _refused
 from ._native_call import call, native
+from .bitmask import _refused
 from .grammar import (
     DEFAULT_WHITESPACE,
     Grammar,
