@@ -199,8 +199,7 @@ func (b *bnfParser) alternatives() ([][]*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		decodeTerminals(seq)
-		alts = append(alts, seq)
+		alts = append(alts, decodeTerminals(seq))
 		if p.peek() != '|' {
 			break
 		}
@@ -225,13 +224,9 @@ func (b *bnfParser) sequence() ([]*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Consecutive terminals are one terminal (joined as bytes, and
-			// decoded once the sequence is read: see decodeTerminals).
-			if k := len(seq); k > 0 && seq[k-1].op == opLiteral {
-				seq[k-1].name += n.name
-			} else {
-				seq = append(seq, n)
-			}
+			// Consecutive terminals become one terminal once the sequence
+			// is read (see decodeTerminals).
+			seq = append(seq, n)
 		case p.at("<except!("):
 			n, err := b.except()
 			if err != nil {
@@ -389,15 +384,25 @@ func hexDigit(c byte) int {
 	return -1
 }
 
-// decodeTerminals gives every terminal of seq its elements: the characters its
-// bytes form (as code points), and a raw byte (rawByteRune) for each byte that is
-// not part of a valid UTF-8 character.
-func decodeTerminals(seq []*node) {
-	for _, n := range seq {
+// decodeTerminals joins each run of consecutive terminals of seq into its first one
+// (as bytes: a character may span two of them) and gives it its elements: the
+// characters its bytes form (as code points), and a raw byte (rawByteRune) for each
+// byte that is not part of a valid UTF-8 character. It returns the shortened seq.
+func decodeTerminals(seq []*node) []*node {
+	out := seq[:0]
+	var run []byte
+	for k := 0; k < len(seq); {
+		n := seq[k]
+		out = append(out, n)
+		k++
 		if n.op != opLiteral {
 			continue
 		}
-		bs := n.name
+		run = append(run[:0], n.name...)
+		for ; k < len(seq) && seq[k].op == opLiteral; k++ {
+			run = append(run, seq[k].name...)
+		}
+		bs := string(run)
 		chars := make([]Range, 0, len(bs))
 		for i := 0; i < len(bs); {
 			r, size := utf8.DecodeRuneInString(bs[i:])
@@ -412,6 +417,7 @@ func decodeTerminals(seq []*node) {
 		}
 		n.ranges, n.name = chars, ""
 	}
+	return out
 }
 
 // rawByteRune stands for raw byte v in a literal node's ranges (compile makes it an
