@@ -186,7 +186,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		// first one, as for a small grammar.
 		wait := safecall.Go(func() { prod = Productive(g) })
 		empty := false
-		reach := walkReachable(g, root, func(_, _, _ int, e *Element) bool {
+		reach := WalkReachable(g, root, func(_, _, _ int, e *Element) bool {
 			empty = empty || elementEmpty(e)
 			return true
 		})
@@ -202,7 +202,7 @@ func DeadEnds(g *Grammar, root int) *DeadEnd {
 		}
 	}
 	var d *DeadEnd
-	walkReachable(g, root, func(r, a, i int, e *Element) bool {
+	WalkReachable(g, root, func(r, a, i int, e *Element) bool {
 		switch {
 		case e.Kind == Char && elementEmpty(e):
 			d = &DeadEnd{r, a, i, "a character that matches nothing (" + describeRanges(e.Ranges, e.Negated) + ")"}
@@ -230,7 +230,7 @@ func elementEmpty(e *Element) bool {
 // walkReachable calls visit for every element of every rule that root reaches
 // through references (depth first; a rule's elements in order, then the rules they
 // reach), until visit returns false, and returns the rules it reached.
-func walkReachable(g *Grammar, root int, visit func(rule, alt, elem int, e *Element) bool) []bool {
+func WalkReachable(g *Grammar, root int, visit func(rule, alt, elem int, e *Element) bool) []bool {
 	seen := make([]bool, len(g.Rules))
 	seen[root] = true
 	work := []int{root}

@@ -877,26 +877,11 @@ func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
 	}
 	// The rules the root reaches, and whether one of them holds a class that
 	// matches nothing.
-	seen := make([]bool, len(g.Rules))
-	work := []int{g.Root}
-	seen[g.Root] = true
 	emptyClass := false
-	for len(work) > 0 && !emptyClass {
-		r := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, alt := range g.Rules[r].Alts {
-			for i := range alt {
-				e := &alt[i]
-				if e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated) {
-					emptyClass = true
-				}
-				if (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && !seen[e.Rule] {
-					seen[e.Rule] = true
-					work = append(work, int(e.Rule))
-				}
-			}
-		}
-	}
+	seen := gbnf.WalkReachable(g, g.Root, func(_, _, _ int, e *gbnf.Element) bool {
+		emptyClass = e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated)
+		return !emptyClass
+	})
 	wait()
 	ptrs := make([]string, 0, len(c.refs))
 	for p := range c.refs {
