@@ -40,11 +40,12 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		k = maxI
 	}
 	var pexprs []string
+	ended := false // an item of the prefix matches nothing: the array ends before it
 	for i := 0; i < k; i++ {
 		x, err := c.visit(prefix[i], ptr+"/prefixItems/"+strconv.Itoa(i), hint+"-"+strconv.Itoa(i))
 		if err != nil {
 			if isUnsat(err) && i >= minI {
-				k = i // the array must end before this item
+				k, ended = i, true
 				break
 			}
 			return "", err
@@ -58,7 +59,7 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 	}
 	rest := ""
 	items, hasItems := o.get("items")
-	if hasItems && items == false {
+	if ended || hasItems && items == false {
 		restHi = 0
 	} else if restHi != 0 {
 		if !hasItems {

@@ -36,6 +36,10 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 			case *object:
 				f, err := c.flatten(br, bptr, 0)
 				if err != nil {
+					if isUnsat(err) {
+						merged[gi] = append(merged[gi], nil) // matches nothing
+						continue
+					}
 					return "", err
 				}
 				fb = f

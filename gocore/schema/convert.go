@@ -60,6 +60,9 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, regions: map[string]*keyRegions{}, b: newBuilder(len(schema) / 64)}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
+	if needsIdentifiers(schema, c.cfg.draft) {
+		resolveIdentifiers(doc, c.cfg.draft)
+	}
 	expr, err := c.visit(doc, "", "root")
 	if err != nil {
 		return "", nil, nil, err
@@ -183,7 +186,7 @@ func (c *conv) visit(s any, ptr, hint string) (string, error) {
 		if v {
 			return primRef(c.b, "value"), nil
 		}
-		return "", c.errorf("", ptr, "the schema false accepts nothing")
+		return "", c.unsatf("", ptr, "the schema false accepts nothing")
 	case *object:
 		if isPureRef(v) {
 			return c.ref(v, ptr, hint)
@@ -291,14 +294,14 @@ func (c *conv) resolve(o *object, ptr string) (any, string, error) {
 	}
 	i := strings.IndexByte(ref, '#')
 	if i < 0 || i > 0 {
-		return nil, "", c.errorf("$ref", ptr, "only references inside this document (#/...) are supported, not %q", ref)
+		return nil, "", c.errorf("$ref", ptr, "the reference %q names no schema of this document (other documents are not fetched)", ref)
 	}
 	frag, err := url.PathUnescape(ref[1:])
 	if err != nil {
 		return nil, "", c.errorf("$ref", ptr, "bad reference %q: %v", ref, err)
 	}
 	if frag != "" && frag[0] != '/' {
-		return nil, "", c.errorf("$ref", ptr, "anchor references (%q) are not supported; use a JSON pointer", ref)
+		return nil, "", c.errorf("$ref", ptr, "the reference %q names no $anchor of this document", ref)
 	}
 	cur := c.root
 	if frag != "" {
@@ -352,7 +355,7 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 		switch t := t.(type) {
 		case bool:
 			if !t {
-				return nil, c.errorf("$ref", ptr, "refers to the schema false, which accepts nothing")
+				return nil, c.unsatf("$ref", ptr, "refers to the schema false, which accepts nothing")
 			}
 		case *object:
 			ft, err := c.flatten(t, tptr, depth+1)
@@ -440,7 +443,7 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			switch s := s.(type) {
 			case bool:
 				if !s {
-					return nil, c.errorf("allOf", sp, "the schema false accepts nothing")
+					return nil, c.unsatf("allOf", sp, "the schema false accepts nothing")
 				}
 			case *object:
 				fs, err := c.flatten(s, sp, depth+1)

@@ -48,7 +48,29 @@ type config struct {
 	llamaCompat   bool
 	maxIntDigits  int // 0: unbounded
 	lengthCap     int // 0: none
+	draft         Draft
 }
+
+// Draft is a JSON Schema dialect. It decides how identifiers and references
+// are resolved: in drafts 4 to 7 a "$ref" ignores its sibling keywords,
+// including an "$id" beside it ("$ref" prevents a sibling "$id" from changing
+// the base URI), and draft 4 spells "$id" as "id". (The converter enforces a
+// "$ref"'s siblings in every draft: the grammar is then narrower, never wider.)
+type Draft uint8
+
+// The dialects WithDraft takes.
+const (
+	Draft2020 Draft = iota // 2020-12, the default
+	Draft2019              // 2019-09
+	Draft7
+	Draft6
+	Draft4
+)
+
+// WithDraft sets the dialect of a schema whose "$schema" names none (default
+// Draft2020, as the current specification says). A "$schema" naming a draft
+// always wins.
+func WithDraft(d Draft) Option { return func(c *config) { c.draft = d } }
 
 // DefaultLengthCap is the largest minLength or maxLength intersected with a
 // pattern's automaton (whose size grows with the bound) unless WithLengthCap says
