@@ -31,6 +31,9 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		c.noteNarrowed("maxItems", ptr, fmt.Sprintf("maxItems %d is above %d, the most items a grammar here counts: longer arrays are refused", maxI, maxItemsWritten))
 		maxI = maxItemsWritten
 	}
+	if o.has("contains") {
+		return c.arrayContainsExpr(o, ptr, hint, minI, maxI)
+	}
 	var prefix []any
 	if pv, ok := o.get("prefixItems"); ok {
 		prefix, _ = pv.([]any)

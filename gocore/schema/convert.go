@@ -1008,32 +1008,80 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			}
 			var strs []any
 			others := map[string]bool{}
+			bools := map[bool]bool{}
+			var nums []json.Number
 			for _, x := range vals {
 				switch x := x.(type) {
 				case string:
 					strs = append(strs, x)
 				case nil:
 					others["null"] = true
+				case bool:
+					bools[x] = true
+				case json.Number:
+					if _, ok := ratOf(x); !ok {
+						return nil, false
+					}
+					nums = append(nums, x)
 				default:
-					return nil, false // numbers, booleans, objects, arrays: no exact complement here
+					return nil, false // objects, arrays: no exact complement here
 				}
+			}
+			if len(bools) > 0 {
+				others["boolean"] = true
+			}
+			if len(nums) > 0 {
+				others["number"] = true
+			}
+			if len(strs) == 0 {
+				others["string"] = false // every string is outside the values
+			} else {
+				others["string"] = true // strings: those that are not among them (below)
 			}
 			var rest []any
 			for _, t := range allTypes {
-				if t != "string" && t != "integer" && !others[t] {
+				if t != "integer" && !others[t] {
 					rest = append(rest, t)
 				}
 			}
-			ot := newObject()
-			ot.set("type", rest)
-			if len(strs) == 0 {
-				return ot, true
+			var alts []any
+			if len(rest) > 0 {
+				ot := newObject()
+				ot.set("type", rest)
+				alts = append(alts, ot)
 			}
-			st := newObject()
-			st.set("type", "string")
-			st.set(notStringsKey, []any{strs})
+			if len(bools) == 1 {
+				b := newObject()
+				b.set("const", !bools[true])
+				alts = append(alts, b)
+			}
+			// numbers: the open intervals between the excluded values
+			sort.Slice(nums, func(i, j int) bool { return numLess(nums[i], nums[j]) })
+			for i := 0; i <= len(nums) && len(nums) > 0; i++ {
+				if i > 0 && i < len(nums) && !numLess(nums[i-1], nums[i]) {
+					continue // equal values
+				}
+				iv := newObject()
+				iv.set("type", "number")
+				if i > 0 {
+					iv.set("exclusiveMinimum", nums[i-1])
+				}
+				if i < len(nums) {
+					iv.set("exclusiveMaximum", nums[i])
+				}
+				alts = append(alts, iv)
+			}
+			if len(strs) > 0 {
+				st := newObject()
+				st.set("type", "string")
+				st.set(notStringsKey, []any{strs})
+				alts = append(alts, st)
+			}
+			if len(alts) == 1 {
+				return alts[0], true
+			}
 			o := newObject()
-			o.set("anyOf", []any{ot, st})
+			o.set("anyOf", alts)
 			return o, true
 		case "$ref":
 			t, _, err := c.resolve(x, "")

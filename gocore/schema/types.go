@@ -313,10 +313,6 @@ func (c *conv) checkUnsupported(o *object, types []string, ptr string) error {
 			if vo, ok := v.(*object); hasType(types, "object") && (!ok || len(vo.keys) > 0) {
 				reason = "dependencies between properties are not supported"
 			}
-		case "contains", "minContains", "maxContains":
-			if hasType(types, "array") && k == "contains" {
-				reason = "contains cannot be enforced together with items"
-			}
 		case "uniqueItems":
 			if v == true && hasType(types, "array") {
 				if mx, ok := intKeyword(o, "maxItems"); !ok || mx > 1 {

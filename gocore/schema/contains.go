@@ -1,0 +1,227 @@
+package schema
+
+import (
+	"strconv"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// maxContainsStates bounds the states of the counting automaton
+// arrayContainsExpr writes (one rule each).
+const maxContainsStates = 4096
+
+// arrayContainsExpr writes an array with "contains" (and minContains,
+// maxContains) together with prefixItems, items, minItems and maxItems.
+//
+// The array's items are read left to right by an automaton whose state is
+// (n, j): n items written so far (capped where more no longer matters) and j
+// of them matching contains (capped at minContains when maxContains is
+// absent). Each state is a rule; from it an item of the slot's schema S
+// (prefixItems[n] or items) is written as one of:
+//   - without maxContains: S leaving j as it is, or S and contains raising it
+//     (an item matching contains may be read either way: the grammar is
+//     ambiguous but exact, since some reading counts every match up to
+//     minContains);
+//   - with maxContains: S and not contains, or S and contains, so j counts
+//     exactly; this needs the exact negation of contains (rewriteNot).
+//
+// The array may end where j >= minContains and n >= minItems. Only states
+// reachable from (0, 0) and from which the array can still end are written.
+func (c *conv) arrayContainsExpr(o *object, ptr, hint string, minI, maxI int) (string, error) {
+	cv, _ := o.get("contains")
+	minC, err := c.countKeyword(o, "minContains", ptr, 1)
+	if err != nil {
+		return "", err
+	}
+	maxC, err := c.countKeyword(o, "maxContains", ptr, -1)
+	if err != nil {
+		return "", err
+	}
+	if maxC >= 0 && maxC < minC {
+		return "", c.unsatf("maxContains", ptr, "maxContains %d is less than minContains %d", maxC, minC)
+	}
+	if minC > maxItemsWritten {
+		return "", c.errorf("minContains", ptr, "minContains %d is larger than %d, the most a grammar here may require", minC, maxItemsWritten)
+	}
+	if maxC > maxItemsWritten {
+		maxC = -1 // no array here is longer (maxItemsWritten caps every count)
+		if maxI < 0 || maxI > maxItemsWritten {
+			c.noteNarrowed("maxItems", ptr, "arrays with contains and a maxContains above "+strconv.Itoa(maxItemsWritten)+" are capped at that many items")
+			maxI = maxItemsWritten
+		}
+	}
+	var prefix []any
+	if pv, ok := o.get("prefixItems"); ok {
+		prefix, _ = pv.([]any)
+	}
+	items, hasItems := o.get("items")
+	if !hasItems {
+		items = true
+	}
+	var notC any
+	if maxC >= 0 {
+		nc, ok := c.rewriteNot(cv, 1)
+		if ok {
+			notC = nc
+		} else {
+			if err := c.unsupported("maxContains", ptr, "maxContains needs the items that do not match contains, and this contains has no exact negation"); err != nil {
+				return "", err
+			}
+			maxC = -1 // Lenient: maxContains ignored
+		}
+	}
+	// slot s: prefixItems[s] for s < len(prefix), items for s == len(prefix)
+	type slot struct {
+		any, in, out string // the slot's schema; and contains; and not contains ("": none)
+	}
+	slots := make([]*slot, len(prefix)+1)
+	visitOr := func(s any, p, h string) (string, error) {
+		x, err := c.visit(s, p, h)
+		if err != nil {
+			if isUnsat(err) {
+				return "", nil
+			}
+			return "", err
+		}
+		return x, nil
+	}
+	slotAt := func(n int) (*slot, error) {
+		si, sch, sp := len(prefix), items, ptr+"/items"
+		if n < len(prefix) {
+			si, sch, sp = n, prefix[n], ptr+"/prefixItems/"+strconv.Itoa(n)
+		}
+		if slots[si] != nil {
+			return slots[si], nil
+		}
+		s := &slot{}
+		slots[si] = s
+		if sch == false {
+			return s, nil
+		}
+		h := hint + "-" + strconv.Itoa(si)
+		var err error
+		if maxC < 0 {
+			if s.any, err = visitOr(sch, sp, h); err != nil {
+				return nil, err
+			}
+		} else if s.out, err = visitOr(allOfSchema(sch, notC), sp, h+"-other"); err != nil {
+			return nil, err
+		}
+		if s.in, err = visitOr(allOfSchema(sch, cv), sp, h+"-match"); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	// caps: n counts up to maxI, or to where the slots and minItems stop
+	// mattering; j up to maxContains, or minContains
+	nCap := maxI
+	if nCap < 0 {
+		nCap = max(len(prefix), minI, 1)
+	}
+	jCap := maxC
+	if jCap < 0 {
+		jCap = minC
+	}
+	if (nCap+1)*(jCap+1) > maxContainsStates {
+		if err := c.unsupported("contains", ptr, "counting contains together with the item counts needs more than "+strconv.Itoa(maxContainsStates)+" grammar states"); err != nil {
+			return "", err
+		}
+		rest := o.clone() // Lenient: contains ignored
+		for _, k := range []string{"contains", "minContains", "maxContains"} {
+			rest.del(k)
+		}
+		return c.arrayExpr(rest, ptr, hint)
+	}
+	type state struct{ n, j int }
+	type edge struct {
+		expr string
+		to   state
+	}
+	edges := map[state][]edge{}
+	var order []state
+	seen := map[state]bool{{0, 0}: true}
+	queue := []state{{0, 0}}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		order = append(order, st)
+		if maxI >= 0 && st.n >= maxI {
+			continue
+		}
+		sl, err := slotAt(st.n)
+		if err != nil {
+			return "", err
+		}
+		next := min(st.n+1, nCap)
+		add := func(expr string, to state) {
+			if expr == "" {
+				return
+			}
+			edges[st] = append(edges[st], edge{expr, to})
+			if !seen[to] {
+				seen[to] = true
+				queue = append(queue, to)
+			}
+		}
+		if maxC < 0 {
+			add(sl.any, state{next, st.j})
+			if st.j < jCap {
+				add(sl.in, state{next, st.j + 1})
+			}
+		} else {
+			add(sl.out, state{next, st.j})
+			if st.j < maxC {
+				add(sl.in, state{next, st.j + 1})
+			}
+		}
+	}
+	accepts := func(st state) bool { return st.j >= minC && st.n >= minI }
+	// productive: the array can end from there
+	live := map[state]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, st := range order {
+			if live[st] {
+				continue
+			}
+			ok := accepts(st)
+			for _, e := range edges[st] {
+				ok = ok || live[e.to]
+			}
+			if ok {
+				live[st], changed = true, true
+			}
+		}
+	}
+	if !live[state{0, 0}] {
+		return "", c.unsatf("contains", ptr, "no array has the items contains, minContains and maxContains ask for within the item limits")
+	}
+	names := map[state]string{}
+	for _, st := range order {
+		if live[st] {
+			names[st] = c.b.reserve(hint + "-c")
+		}
+	}
+	ws := c.ws()
+	for _, st := range order {
+		if !live[st] {
+			continue
+		}
+		var alts []string
+		for _, e := range edges[st] {
+			if !live[e.to] {
+				continue
+			}
+			if st.n == 0 {
+				alts = append(alts, seq(e.expr, ws, names[e.to]))
+			} else {
+				alts = append(alts, seq(litComma, ws, e.expr, ws, names[e.to]))
+			}
+		}
+		if accepts(st) {
+			alts = append(alts, `""`)
+		}
+		c.b.define(names[st], alt(alts))
+	}
+	return c.named(hint, seq(gbnf.QuoteLiteral("["), ws, names[state{0, 0}], gbnf.QuoteLiteral("]"))), nil
+}
