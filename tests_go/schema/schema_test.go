@@ -130,7 +130,7 @@ func TestSchemaErrors(t *testing.T) {
 		{"uniqueItems", `{"properties":{"tags":{"type":"array","uniqueItems":true}}}`, "uniqueItems", "/properties/tags", true},
 		{"not", `{"not":{"multipleOf":3}}`, "not", "", true},
 		{"if/then", `{"if":{"multipleOf":2},"then":{"minimum":1}}`, "if", "", true},
-		{"contains", `{"type":"array","contains":{"type":"integer"}}`, "contains", "", true},
+		{"maxContains without an exact negation of contains", `{"type":"array","contains":{"type":"object","patternProperties":{"^a":{"type":"string"}}},"maxContains":2}`, "maxContains", "", true},
 		{"defined format that cannot be written", `{"type":"string","format":"iri-reference"}`, "format", "", true},
 		{"non-decimal multipleOf", `{"type":"integer","multipleOf":3}`, "multipleOf", "", true},
 		{"overlapping oneOf", `{"oneOf":[{"type":"integer"},{"multipleOf":3}]}`, "oneOf", "/oneOf", true},
