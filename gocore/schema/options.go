@@ -49,7 +49,17 @@ type config struct {
 	maxIntDigits  int // 0: unbounded
 	lengthCap     int // 0: none
 	draft         Draft
+	exactTypes    bool
 }
+
+// ExactTypes reads a schema without "type" as JSON Schema does: an instance of
+// any type is accepted where the keywords about other types do not apply
+// ({"required": ["a"]} accepts 12). By default such a schema is narrowed to the
+// types its keywords are about ({"required": ["a"]} means an object), because a
+// schema written for a model's output almost always means that type, and a
+// model offered every type may well pick another one. Both are sound: the
+// default grammar is a subset of ExactTypes' one.
+func ExactTypes() Option { return func(c *config) { c.exactTypes = true } }
 
 // Draft is a JSON Schema dialect. It decides how identifiers and references
 // are resolved: in drafts 4 to 7 a "$ref" ignores its sibling keywords,

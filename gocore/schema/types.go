@@ -243,6 +243,8 @@ func (c *conv) types(o *object, ptr string) ([]string, error) {
 		}
 	} else if c.cfg.llamaCompat && len(o.keys) == 0 {
 		list = []string{"object"}
+	} else if c.cfg.exactTypes {
+		list = allTypes // keywords of other types do not apply to a type (ExactTypes)
 	} else {
 		fams := map[string]bool{}
 		for _, k := range o.keys {
@@ -442,6 +444,20 @@ func (c *conv) enumExpr(o *object, types []string, ptr, hint string) (string, er
 				seen[x] = true
 				alts = append(alts, x)
 			}
+		case json.Number:
+			if t := canonical(v); c.cfg.exactTypes && !strings.ContainsAny(t, "eE") {
+				// ExactTypes: the same value with trailing zeros (1, 1.0, 1.00)
+				x := gbnf.QuoteLiteral(t) + " " + group(`"." "0"+`) + "?"
+				if strings.Contains(t, ".") {
+					x = gbnf.QuoteLiteral(t) + ` "0"*`
+				}
+				if !seen[x] {
+					seen[x] = true
+					alts = append(alts, x)
+				}
+				continue
+			}
+			scalars = append(scalars, canonical(v))
 		default:
 			scalars = append(scalars, canonical(v))
 		}

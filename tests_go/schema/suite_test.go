@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
@@ -187,13 +186,16 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 	}
 	var rows []suiteStats
 	for _, s := range sets {
-		st := runSuiteFiles(t, s.name, glob(s.pattern), schema.WithDraft(s.draft))
-		rows = append(rows, st)
+		rows = append(rows, runSuiteFiles(t, s.name, glob(s.pattern), schema.WithDraft(s.draft)))
+	}
+	// ExactTypes: untyped schemas accept every type, as JSON Schema reads them
+	for _, s := range sets {
+		rows = append(rows, runSuiteFiles(t, s.name+" +ExactTypes", glob(s.pattern), schema.WithDraft(s.draft), schema.ExactTypes()))
 	}
 	var tb strings.Builder
-	fmt.Fprintf(&tb, "\n%-30s %8s %8s %8s %9s %9s %9s %9s\n", "set", "schemas", "compiled", "refused", "valid-acc", "valid-rej", "inval-acc", "inval-rej")
+	fmt.Fprintf(&tb, "\n%-42s %8s %8s %8s %9s %9s %9s %9s\n", "set", "schemas", "compiled", "refused", "valid-acc", "valid-rej", "inval-acc", "inval-rej")
 	for _, r := range rows {
-		fmt.Fprintf(&tb, "%-30s %8d %8d %8d %9d %9d %9d %9d\n", r.name, r.schemas, r.compiled, r.refused,
+		fmt.Fprintf(&tb, "%-42s %8d %8d %8d %9d %9d %9d %9d\n", r.name, r.schemas, r.compiled, r.refused,
 			r.validAccepted, r.validRejected, r.invalidAccepted, r.invalidRejected)
 	}
 	for _, r := range rows {
@@ -210,6 +212,8 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 		}
 	}
 	for _, r := range rows {
-		assert.Empty(t, r.invalidAcceptedCases, "%s: invalid instances accepted:\n%s", r.name, strings.Join(r.invalidAcceptedCases, "\n"))
+		if n := len(r.invalidAcceptedCases); n > 0 {
+			t.Errorf("%s: %d invalid instances accepted, the first:\n%s", r.name, n, strings.Join(r.invalidAcceptedCases[:min(n, 10)], "\n"))
+		}
 	}
 }
