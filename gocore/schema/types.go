@@ -146,6 +146,12 @@ func (c *conv) visitFlatOnce(o *object, ptr, hint string) (string, error) {
 		o = o.clone()
 		o.del(conflictKey)
 	}
+	if vals, has := c.constValues(o); has {
+		// the values decide every keyword, combinations included
+		if x, ok, err := c.decidedConstants(o, vals, ptr, hint); ok || err != nil {
+			return x, err
+		}
+	}
 	var groups []altGroup
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if v, ok := o.get(k); ok {
@@ -221,6 +227,32 @@ func (c *conv) visitFlatOnce(o *object, ptr, hint string) (string, error) {
 		return "", c.unsatf("type", ptr, "no type is allowed")
 	}
 	return c.named(hint, alt(alts)), nil
+}
+
+// decidedConstants writes the enum/const values of o that satisfy all of o,
+// when checkConst decides that for each value (ok false: it does not, and
+// visitFlatOnce goes on as without them).
+func (c *conv) decidedConstants(o *object, vals []any, ptr, hint string) (string, bool, error) {
+	var keep []any
+	for _, v := range vals {
+		if loneSurrogate(v) {
+			return "", false, nil // enumExpr says why
+		}
+		ok, decided := c.checkConst(v, o, 0)
+		if !decided {
+			return "", false, nil
+		}
+		if ok {
+			keep = append(keep, v)
+		}
+	}
+	if len(keep) == 0 {
+		return "", true, c.unsatf("enum", ptr, "no value of the enum/const satisfies the schema")
+	}
+	only := newObject()
+	only.set("enum", keep)
+	x, err := c.enumExpr(only, allTypes, ptr, hint)
+	return x, true, err
 }
 
 // types lists the types an instance may have: "type" (plus null with nullable),
@@ -1398,11 +1430,8 @@ func (c *conv) checkConst(v, s any, depth int) (ok, decided bool) {
 	case bool:
 		return s, true
 	case *object:
-		for _, k := range s.keys {
-			switch k {
-			case "$ref", "allOf", "anyOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "dependencies", "dependentRequired", "dependentSchemas", "contains", "uniqueItems":
-				return false, false
-			}
+		if ok, decided := c.checkApplicators(v, s, depth); !decided || !ok {
+			return ok, decided
 		}
 		if tv, has := s.get("type"); has {
 			tl := typeList(tv)
@@ -1427,10 +1456,125 @@ func (c *conv) checkConst(v, s any, depth int) (ok, decided bool) {
 }
 
 // checkObjectConst checks a constant object against o's object keywords.
+// checkApplicators decides the keywords of s that apply subschemas to v as a
+// whole ($ref, allOf, anyOf, oneOf, not, if/then/else, and the groups merge
+// collected) on the value v; the rest is checkConst's.
+func (c *conv) checkApplicators(v any, s *object, depth int) (ok, decided bool) {
+	all := func(subs []any) (bool, bool) {
+		for _, sub := range subs {
+			if ok, decided := c.checkConst(v, sub, depth+1); !decided || !ok {
+				return ok, decided
+			}
+		}
+		return true, true
+	}
+	count := func(subs []any) (n int, decided bool) {
+		for _, sub := range subs {
+			ok, decided := c.checkConst(v, sub, depth+1)
+			if !decided {
+				return 0, false
+			}
+			if ok {
+				n++
+			}
+		}
+		return n, true
+	}
+	for _, k := range s.keys {
+		sub := s.vals[k]
+		ok, decided := true, true
+		switch k {
+		case "$ref":
+			t, _, err := c.resolve(s, "")
+			if err != nil {
+				return false, false
+			}
+			ok, decided = c.checkConst(v, t, depth+1)
+		case "$dynamicRef", "$recursiveRef", conflictKey:
+			return false, false
+		case "allOf":
+			list, isList := sub.([]any)
+			if !isList {
+				return false, false
+			}
+			ok, decided = all(list)
+		case "anyOf", "oneOf":
+			list, isList := sub.([]any)
+			if !isList {
+				return false, false
+			}
+			n, d := count(list)
+			ok, decided = n >= 1 && (k == "anyOf" || n == 1), d
+		case groupsKey:
+			for _, g := range sub.([]altGroup) {
+				n, d := count(g.branches)
+				if !d {
+					return false, false
+				}
+				if n == 0 || g.one && n > 1 {
+					return false, true
+				}
+			}
+		case "not":
+			ok, decided = c.checkConst(v, sub, depth+1)
+			ok = !ok
+		case "if":
+			iok, d := c.checkConst(v, sub, depth+1)
+			if !d {
+				return false, false
+			}
+			branch := "else"
+			if iok {
+				branch = "then"
+			}
+			if b, has := s.get(branch); has {
+				ok, decided = c.checkConst(v, b, depth+1)
+			}
+		}
+		if !decided || !ok {
+			return ok, decided
+		}
+	}
+	return true, true
+}
+
 func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 	for _, k := range o.keys {
+		sub := o.vals[k]
 		switch k {
 		case "properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties":
+		case "propertyNames":
+			for _, name := range v.keys {
+				if ok, decided := c.checkConst(name, sub, 1); !decided || !ok {
+					return ok, decided
+				}
+			}
+		case "dependentRequired", "dependentSchemas", "dependencies":
+			deps, isObj := sub.(*object)
+			if !isObj {
+				return false, false
+			}
+			for _, name := range deps.keys {
+				if !v.has(name) {
+					continue
+				}
+				switch d := deps.vals[name].(type) {
+				case []any:
+					for _, r := range d {
+						rs, _ := r.(string)
+						if !v.has(rs) {
+							return false, true
+						}
+					}
+				default:
+					if k == "dependentRequired" {
+						return false, false
+					}
+					if ok, decided := c.checkConst(v, d, 1); !decided || !ok {
+						return ok, decided
+					}
+				}
+			}
 		default:
 			if familyOf(k) == "object" {
 				return false, false
@@ -1486,10 +1630,34 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
 	for _, k := range o.keys {
 		switch k {
-		case "items", "prefixItems", "minItems", "maxItems":
+		case "items", "prefixItems", "minItems", "maxItems", "minContains", "maxContains":
 		case "uniqueItems":
 			if o.vals[k] == true {
-				return false, false
+				for i := range v {
+					for j := i + 1; j < len(v); j++ {
+						if sameValue(v[i], v[j]) {
+							return false, true
+						}
+					}
+				}
+			}
+		case "contains":
+			n := 0
+			for _, x := range v {
+				ok, decided := c.checkConst(x, o.vals[k], 1)
+				if !decided {
+					return false, false
+				}
+				if ok {
+					n++
+				}
+			}
+			minC, hasMin := intKeyword(o, "minContains")
+			if !hasMin {
+				minC = 1
+			}
+			if maxC, hasMax := intKeyword(o, "maxContains"); n < minC || hasMax && n > maxC {
+				return false, true
 			}
 		default:
 			if familyOf(k) == "array" {
