@@ -31,6 +31,18 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		c.noteNarrowed("maxItems", ptr, fmt.Sprintf("maxItems %d is above %d, the most items a grammar here counts: longer arrays are refused", maxI, maxItemsWritten))
 		maxI = maxItemsWritten
 	}
+	if o.vals["uniqueItems"] == true && (maxI < 0 || maxI > 1) {
+		if !o.has("contains") {
+			x, ok, err := c.arrayUniqueExpr(o, ptr, hint, minI, maxI)
+			if err != nil || ok {
+				return x, err
+			}
+		}
+		if err := c.unsupported("uniqueItems", ptr, "uniqueItems is enforced only where the items can be finitely many values "+
+			"(enum, const, booleans, null, a small integer range), at most 64, and without contains"); err != nil {
+			return "", err
+		}
+	}
 	if o.has("contains") {
 		return c.arrayContainsExpr(o, ptr, hint, minI, maxI)
 	}

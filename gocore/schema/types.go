@@ -347,12 +347,6 @@ func (c *conv) checkUnsupported(o *object, types []string, ptr string) error {
 			if vo, ok := v.(*object); hasType(types, "object") && (!ok || len(vo.keys) > 0) {
 				reason = "dependencies between properties are not supported"
 			}
-		case "uniqueItems":
-			if v == true && hasType(types, "array") {
-				if mx, ok := intKeyword(o, "maxItems"); !ok || mx > 1 {
-					reason = "uniqueItems cannot be enforced by a grammar"
-				}
-			}
 		}
 		if reason != "" {
 			if err := c.unsupported(k, ptr, reason); err != nil {

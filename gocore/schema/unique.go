@@ -1,0 +1,270 @@
+package schema
+
+import (
+	"encoding/json"
+	"math/big"
+	"strconv"
+
+	"github.com/tetherlm/tether/gocore/gbnf"
+)
+
+// Limits of uniqueItems over finite item domains.
+const (
+	// maxUniqueExact is the largest domain whose arrays are written in any
+	// order (one rule per set of values used: 2^n).
+	maxUniqueExact = 10
+	// maxUniqueDomain is the largest domain written at all; above
+	// maxUniqueExact the values must come in the order the schema lists them.
+	maxUniqueDomain = 64
+	// maxUniqueStates bounds the rules of one array.
+	maxUniqueStates = 8192
+)
+
+// arrayUniqueExpr writes an array with uniqueItems: true whose items can only
+// be finitely many values (enum/const, booleans, null, a small integer
+// range), together with prefixItems, items, minItems and maxItems. ok is
+// false when an item's values are not finite (the caller refuses).
+//
+// The values form one list (first seen first). With at most maxUniqueExact of
+// them the array is read by an automaton whose state is (items written, set of
+// values used): exact. With more, each item must come later in that list than
+// the one before: a sound narrowing (every such array has distinct items),
+// listed in the returned ignored keywords with Narrowed set, whose grammar is
+// linear in the number of values.
+func (c *conv) arrayUniqueExpr(o *object, ptr, hint string, minI, maxI int) (string, bool, error) {
+	var prefix []any
+	if pv, ok := o.get("prefixItems"); ok {
+		prefix, _ = pv.([]any)
+	}
+	items, hasItems := o.get("items")
+	if !hasItems {
+		items = true
+	}
+	// slot s: prefixItems[s], or items for s == len(prefix); nil: no item there
+	var domain []any
+	slotVals := make([][]int, len(prefix)+1)
+	for s := 0; s <= len(prefix); s++ {
+		sch := items
+		if s < len(prefix) {
+			sch = prefix[s]
+		}
+		if s == len(prefix) && maxI >= 0 && maxI <= len(prefix) {
+			break // no item after the prefix
+		}
+		vals, ok := c.finiteValues(sch)
+		if !ok {
+			return "", false, nil
+		}
+		for _, v := range vals {
+			i := -1
+			for j, d := range domain {
+				if sameValue(d, v) {
+					i = j
+					break
+				}
+			}
+			if i < 0 {
+				i = len(domain)
+				domain = append(domain, v)
+			}
+			slotVals[s] = append(slotVals[s], i)
+		}
+		if len(domain) > maxUniqueDomain {
+			return "", false, nil
+		}
+	}
+	exact := len(domain) <= maxUniqueExact
+	if !exact {
+		c.noteNarrowed("uniqueItems", ptr, "the "+strconv.Itoa(len(domain))+" possible items (more than "+
+			strconv.Itoa(maxUniqueExact)+") must come in the order the schema lists them")
+	}
+	slot := func(n int) []int {
+		if n < len(prefix) {
+			return slotVals[n]
+		}
+		return slotVals[len(prefix)]
+	}
+	// n: items written, capped where more no longer matters (a slot after the
+	// prefix and minItems); key: the set of values used (exact) or 1 + the
+	// last value's index (ordered)
+	nCap := max(len(prefix), minI, 1)
+	if maxI >= 0 {
+		nCap = min(maxI, len(prefix)+len(domain))
+	}
+	type state struct {
+		n   int
+		key uint64
+	}
+	type edge struct {
+		v  int
+		to state
+	}
+	edges := map[state][]edge{}
+	var order []state
+	seen := map[state]bool{{0, 0}: true}
+	queue := []state{{0, 0}}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		order = append(order, st)
+		if len(order) > maxUniqueStates {
+			return "", true, c.unsupported("uniqueItems", ptr, "these unique items need more than "+strconv.Itoa(maxUniqueStates)+" grammar states")
+		}
+		if maxI >= 0 && st.n >= maxI {
+			continue
+		}
+		for _, v := range slot(st.n) {
+			var to state
+			if exact {
+				if st.key&(1<<v) != 0 {
+					continue
+				}
+				to = state{min(st.n+1, nCap), st.key | 1<<v}
+			} else {
+				if uint64(v+1) <= st.key {
+					continue
+				}
+				to = state{min(st.n+1, nCap), uint64(v + 1)}
+			}
+			edges[st] = append(edges[st], edge{v, to})
+			if !seen[to] {
+				seen[to] = true
+				queue = append(queue, to)
+			}
+		}
+	}
+	accepts := func(st state) bool { return st.n >= minI }
+	live := map[state]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, st := range order {
+			if live[st] {
+				continue
+			}
+			ok := accepts(st)
+			for _, e := range edges[st] {
+				ok = ok || live[e.to]
+			}
+			if ok {
+				live[st], changed = true, true
+			}
+		}
+	}
+	if !live[state{0, 0}] {
+		return "", true, c.unsatf("uniqueItems", ptr, "no array of distinct items satisfies the item limits")
+	}
+	lits := make([]string, len(domain))
+	for i, v := range domain {
+		lits[i] = c.literal(v)
+	}
+	names := map[state]string{}
+	for _, st := range order {
+		if live[st] {
+			names[st] = c.b.reserve(hint + "-u")
+		}
+	}
+	ws := c.ws()
+	for _, st := range order {
+		if !live[st] {
+			continue
+		}
+		var alts []string
+		for _, e := range edges[st] {
+			if !live[e.to] {
+				continue
+			}
+			if st.n == 0 {
+				alts = append(alts, seq(lits[e.v], ws, names[e.to]))
+			} else {
+				alts = append(alts, seq(litComma, ws, lits[e.v], ws, names[e.to]))
+			}
+		}
+		if accepts(st) {
+			alts = append(alts, `""`)
+		}
+		c.b.define(names[st], alt(alts))
+	}
+	return c.named(hint, seq(gbnf.QuoteLiteral("["), ws, names[state{0, 0}], gbnf.QuoteLiteral("]"))), true, nil
+}
+
+// maxFiniteRange is the widest integer range finiteValues lists.
+const maxFiniteRange = 64
+
+// finiteValues lists the values schema s accepts when they are finitely many
+// and each is decided by checkConst (ok false otherwise).
+func (c *conv) finiteValues(s any) ([]any, bool) {
+	switch s := s.(type) {
+	case bool:
+		return nil, !s
+	case *object:
+		f, err := c.flatten(s, "", 0)
+		if err != nil {
+			if isUnsat(err) {
+				return nil, true
+			}
+			return nil, false
+		}
+		cands, ok := c.constValues(f)
+		if !ok {
+			tl := typeList(f.vals["type"])
+			if tl == nil {
+				return nil, false
+			}
+			for _, t := range tl {
+				switch t {
+				case "boolean":
+					cands = append(cands, true, false)
+				case "null":
+					cands = append(cands, nil)
+				case "integer":
+					lo, hi := intBound(f, "minimum", "exclusiveMinimum", 1), intBound(f, "maximum", "exclusiveMaximum", -1)
+					if lo == nil || hi == nil || new(big.Int).Sub(hi, lo).Cmp(big.NewInt(maxFiniteRange)) >= 0 {
+						return nil, false
+					}
+					for x := new(big.Int).Set(lo); x.Cmp(hi) <= 0; x.Add(x, big.NewInt(1)) {
+						cands = append(cands, json.Number(x.String()))
+					}
+				default:
+					return nil, false
+				}
+			}
+		}
+		var out []any
+		for _, v := range cands {
+			ok, decided := c.checkConst(v, f, 0)
+			if !decided {
+				return nil, false
+			}
+			if ok {
+				out = append(out, v)
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// intBound is the integer bound of o from an inclusive keyword or an
+// exclusive one (moved by step), nil when neither is an integer.
+func intBound(o *object, incl, excl string, step int64) *big.Int {
+	var best *big.Int
+	for _, k := range []string{incl, excl} {
+		v, ok := o.get(k)
+		n, isNum := v.(json.Number)
+		if !ok || !isNum {
+			continue
+		}
+		r, ok := ratOf(n)
+		if !ok || !r.IsInt() {
+			return nil
+		}
+		b := new(big.Int).Set(r.Num())
+		if k == excl {
+			b.Add(b, big.NewInt(step))
+		}
+		if best == nil || step > 0 && b.Cmp(best) > 0 || step < 0 && b.Cmp(best) < 0 {
+			best = b
+		}
+	}
+	return best
+}
