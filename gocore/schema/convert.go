@@ -60,8 +60,13 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	c := &conv{root: doc, refs: map[string]string{}, refErrs: map[string]error{}, strings: map[string]string{}, regions: map[string]*keyRegions{}, b: newBuilder(len(schema) / 64)}
 	c.cfg = newConfig(opts)
 	c.b.cfg = c.cfg
-	if needsIdentifiers(schema, c.cfg.draft) {
-		resolveIdentifiers(doc, c.cfg.draft)
+	if len(c.cfg.resources) > 0 {
+		if c.extra, err = decodeResources(c.cfg.resources); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	if len(c.extra) > 0 || needsIdentifiers(schema, c.cfg.draft) {
+		resolveIdentifiers(doc, c.cfg.draft, c.extra)
 	}
 	expr, err := c.visit(doc, "", "root")
 	if err != nil {
@@ -83,7 +88,7 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	// What only the conversion needed (the decoded schema, the builder's
 	// rules and memos) is garbage from here: a big schema's parse below then
 	// grows the heap less.
-	c.root, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs = nil, nil, nil, nil, nil, nil
+	c.root, c.extra, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs = nil, nil, nil, nil, nil, nil, nil
 	if c.recursive || strings.Contains(text, noMatch) {
 		if parsed, err = c.checkProductive(text); err != nil {
 			return "", nil, nil, err
@@ -96,6 +101,7 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 type conv struct {
 	cfg     config
 	root    any
+	extra   []resource // WithResources' documents, at root pointers /\x01r/<i>
 	b       *builder
 	refs    map[string]string // JSON pointer of a $ref target -> its rule
 	refErrs map[string]error  // JSON pointer of a $ref target that failed -> why
@@ -127,7 +133,29 @@ type conv struct {
 }
 
 func (c *conv) errorf(keyword, ptr, format string, args ...any) error {
-	return &SchemaError{Keyword: keyword, Pointer: ptr, Msg: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if uri, rest, ok := c.remotePointer(ptr); ok {
+		ptr, msg = rest, "in the resource "+uri+": "+msg
+	}
+	return &SchemaError{Keyword: keyword, Pointer: ptr, Msg: msg}
+}
+
+// remotePointer splits a root pointer into a WithResources document into the
+// document's URI and the pointer inside it.
+func (c *conv) remotePointer(ptr string) (uri, rest string, ok bool) {
+	if !strings.HasPrefix(ptr, remotePrefix) {
+		return "", "", false
+	}
+	r := ptr[len(remotePrefix):]
+	i := strings.IndexByte(r, '/')
+	if i < 0 {
+		i = len(r)
+	}
+	n, err := strconv.Atoi(r[:i])
+	if err != nil || n < 0 || n >= len(c.extra) {
+		return "", "", false
+	}
+	return c.extra[n].uri, r[i:], true
 }
 
 // unsupported reports a keyword the grammar cannot enforce: an error, or with
@@ -139,7 +167,11 @@ func (c *conv) unsupported(keyword, ptr, reason string) error {
 				return nil
 			}
 		}
-		c.ignored = append(c.ignored, Ignored{Keyword: keyword, Pointer: ptr, Reason: reason})
+		ig := Ignored{Keyword: keyword, Pointer: ptr, Reason: reason}
+		if uri, rest, ok := c.remotePointer(ptr); ok {
+			ig.Pointer, ig.Reason = rest, "in the resource "+uri+": "+reason
+		}
+		c.ignored = append(c.ignored, ig)
 		return nil
 	}
 	return c.errorf(keyword, ptr, "%s", reason)
@@ -303,9 +335,12 @@ func (c *conv) resolve(o *object, ptr string) (any, string, error) {
 	if frag != "" && frag[0] != '/' {
 		return nil, "", c.errorf("$ref", ptr, "the reference %q names no $anchor of this document", ref)
 	}
-	cur := c.root
-	if frag != "" {
-		for _, seg := range strings.Split(frag[1:], "/") {
+	cur, rest := c.pointerStart(frag)
+	if cur == nil && rest == "" {
+		return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
+	}
+	if rest != "" {
+		for _, seg := range strings.Split(rest[1:], "/") {
 			seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 			switch v := cur.(type) {
 			case *object:

@@ -50,6 +50,16 @@ type config struct {
 	lengthCap     int // 0: none
 	draft         Draft
 	exactTypes    bool
+	resources     map[string][]byte
+}
+
+// WithResources gives the documents that the schema's references may name
+// besides itself, by URI (a "$ref" to "https://example.com/address.json#/x"
+// is resolved in resources["https://example.com/address.json"]). Nothing is
+// ever fetched: a reference to any other document is a *SchemaError. Each
+// document's own "$id" names it too.
+func WithResources(docs map[string][]byte) Option {
+	return func(c *config) { c.resources = docs }
 }
 
 // ExactTypes reads a schema without "type" as JSON Schema does: an instance of

@@ -2,8 +2,10 @@ package schema
 
 import (
 	"bytes"
+	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -58,6 +60,7 @@ const defaultBase = "https://tether.invalid/schema.json"
 // refIndex is what resolveIdentifiers knows of one document.
 type refIndex struct {
 	root      any
+	extra     []resource
 	legacy    bool   // draft 4 to 7: a $ref's siblings are ignored, "$id": "#name" is an anchor
 	idKey     string // "$id", or "id" for draft 4 and earlier
 	rootBase  string
@@ -92,9 +95,64 @@ func needsIdentifiers(schema []byte, draft Draft) bool {
 	return nonFragmentRef.Match(schema)
 }
 
-// resolveIdentifiers rewrites the references of doc in place (see above);
-// draft is the dialect of a document whose "$schema" names none.
-func resolveIdentifiers(doc any, draft Draft) {
+// resource is a document given by WithResources.
+type resource struct {
+	uri string
+	doc any
+}
+
+// remotePrefix starts the root pointer of a WithResources document: its
+// first segment can name no member of a schema (it is not text anyone writes).
+const remotePrefix = "/\x01r/"
+
+func decodeResources(docs map[string][]byte) ([]resource, error) {
+	uris := make([]string, 0, len(docs))
+	for u := range docs {
+		uris = append(uris, u)
+	}
+	sort.Strings(uris)
+	var out []resource
+	for _, u := range uris {
+		pu, err := url.Parse(u)
+		if err != nil || !pu.IsAbs() {
+			return nil, &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("resource %q: a resource is named by an absolute URI", u)}
+		}
+		d, err := decodeJSON(docs[u])
+		if err != nil {
+			return nil, &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("resource %q is not valid JSON: %v", u, err)}
+		}
+		pu.Fragment, pu.RawFragment = "", ""
+		out = append(out, resource{uri: pu.String(), doc: d})
+	}
+	return out, nil
+}
+
+// pointerStart is where root pointer p starts (the schema, or a
+// WithResources document) and the rest of p.
+func (c *conv) pointerStart(p string) (any, string) {
+	return startOf(c.root, c.extra, p)
+}
+
+func startOf(root any, extra []resource, p string) (any, string) {
+	if !strings.HasPrefix(p, remotePrefix) {
+		return root, p
+	}
+	rest := p[len(remotePrefix):]
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		i = len(rest)
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil || n < 0 || n >= len(extra) {
+		return nil, ""
+	}
+	return extra[n].doc, rest[i:]
+}
+
+// resolveIdentifiers rewrites the references of doc (and of the documents
+// in extra) in place (see above); draft is the dialect of a document whose
+// "$schema" names none.
+func resolveIdentifiers(doc any, draft Draft, extra []resource) {
 	ix := &refIndex{root: doc, idKey: "$id", resources: map[string]string{}, anchors: map[string]string{},
 		dynamic: map[string][]string{}, bases: map[*object]string{}}
 	draft = documentDraft(doc, draft)
@@ -104,10 +162,17 @@ func resolveIdentifiers(doc any, draft Draft) {
 	}
 	ix.rootBase = defaultBase
 	ix.resources[defaultBase] = ""
+	ix.extra = extra
+	for i, r := range extra {
+		ix.resources[r.uri] = remotePrefix + strconv.Itoa(i)
+	}
 	ix.walk(doc, "", defaultBase)
 	ix.rootBase = ix.bases[asObject(doc)]
 	if ix.rootBase == "" {
 		ix.rootBase = defaultBase
+	}
+	for i, r := range extra {
+		ix.walk(r.doc, remotePrefix+strconv.Itoa(i), r.uri)
 	}
 	for len(ix.pending) > 0 {
 		r := ix.pending[0]
@@ -311,10 +376,13 @@ func (ix *refIndex) target(s, base string) (string, bool) {
 // OpenAPI's components), with the base URI of the nearest walked schema
 // around it.
 func (ix *refIndex) walkTarget(tptr string) {
-	cur := ix.root
+	cur, rest := startOf(ix.root, ix.extra, tptr)
 	base := ix.rootBase
-	if tptr != "" {
-		for _, seg := range strings.Split(tptr[1:], "/") {
+	if o := asObject(cur); o != nil && ix.bases[o] != "" {
+		base = ix.bases[o]
+	}
+	if rest != "" {
+		for _, seg := range strings.Split(rest[1:], "/") {
 			if o, ok := cur.(*object); ok {
 				if b, ok := ix.bases[o]; ok {
 					base = b
@@ -361,7 +429,8 @@ func (ix *refIndex) dynamicTarget(s, base string) (string, bool) {
 	if name == "" || name[0] == '/' {
 		return tptr, true // no anchor in the fragment: a plain reference
 	}
-	t := asObject(lookupPointer(ix.root, tptr))
+	start, rest := startOf(ix.root, ix.extra, tptr)
+	t := asObject(lookupPointer(start, rest))
 	if t == nil {
 		return tptr, true
 	}

@@ -126,3 +126,32 @@ func TestUnresolvableReferences(t *testing.T) {
 		assert.Contains(t, se.Msg, tc.msg, tc.schema)
 	}
 }
+
+// TestResources: references to other documents resolve in the documents
+// WithResources gives (by URI or by their own $id), and errors inside them
+// name the document.
+func TestResources(t *testing.T) {
+	res := map[string][]byte{
+		"https://example.com/address.json": []byte(`{"type":"object","properties":{"zip":{"$ref":"#/$defs/zip"}},"required":["zip"],` +
+			`"$defs":{"zip":{"type":"string","pattern":"^[0-9]{5}$"}}}`),
+		"https://example.com/other.json": []byte(`{"$id":"https://example.com/named.json","$defs":{"n":{"type":"integer"},"bad":{"not":{"multipleOf":3}}}}`),
+	}
+	g, _, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{"home":{"$ref":"https://example.com/address.json"},`+
+		`"n":{"$ref":"named.json#/$defs/n"}},"$id":"https://example.com/root.json"}`), schema.WithResources(res))
+	require.NoError(t, err)
+	c := newChecker(t, g)
+	assert.True(t, c.accepts(`{"home":{"zip":"12345"},"n":3}`))
+	assert.False(t, c.accepts(`{"home":{"zip":"1234"}}`))
+	assert.False(t, c.accepts(`{"n":"3"}`))
+
+	_, _, err = schema.FromJSONSchema([]byte(`{"$ref":"https://example.com/other.json#/$defs/bad"}`), schema.WithResources(res))
+	var se *schema.SchemaError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "/$defs/bad", se.Pointer)
+	assert.Contains(t, se.Msg, "in the resource https://example.com/other.json")
+
+	_, _, err = schema.FromJSONSchema([]byte(`{"$ref":"https://example.com/address.json"}`), schema.WithResources(map[string][]byte{"address.json": []byte(`{}`)}))
+	assert.ErrorContains(t, err, "absolute URI")
+	_, _, err = schema.FromJSONSchema([]byte(`{"$ref":"https://example.com/a.json"}`), schema.WithResources(map[string][]byte{"https://example.com/a.json": []byte(`{`)}))
+	assert.ErrorContains(t, err, "not valid JSON")
+}

@@ -184,13 +184,30 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 		{"draft7 core", "draft7/*.json", schema.Draft7},
 		{"draft7 optional/format", "draft7/optional/format/*.json", schema.Draft7},
 	}
+	// The suite's remote documents, served at http://localhost:1234/ by its
+	// own runner, are given as resources (nothing is fetched).
+	remotes := map[string][]byte{}
+	rdir := testdata.Shared(t, "json-schema-test-suite/remotes")
+	require.NoError(t, filepath.WalkDir(rdir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		rel, err := filepath.Rel(rdir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		remotes["http://localhost:1234/"+filepath.ToSlash(rel)] = data
+		return err
+	}))
+	require.NotEmpty(t, remotes)
 	var rows []suiteStats
 	for _, s := range sets {
-		rows = append(rows, runSuiteFiles(t, s.name, glob(s.pattern), schema.WithDraft(s.draft)))
+		rows = append(rows, runSuiteFiles(t, s.name, glob(s.pattern), schema.WithDraft(s.draft), schema.WithResources(remotes)))
 	}
 	// ExactTypes: untyped schemas accept every type, as JSON Schema reads them
 	for _, s := range sets {
-		rows = append(rows, runSuiteFiles(t, s.name+" +ExactTypes", glob(s.pattern), schema.WithDraft(s.draft), schema.ExactTypes()))
+		rows = append(rows, runSuiteFiles(t, s.name+" +ExactTypes", glob(s.pattern), schema.WithDraft(s.draft), schema.WithResources(remotes), schema.ExactTypes()))
 	}
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "\n%-42s %8s %8s %8s %9s %9s %9s %9s\n", "set", "schemas", "compiled", "refused", "valid-acc", "valid-rej", "inval-acc", "inval-rej")
