@@ -12,13 +12,24 @@ import (
 
 // schemaOptions is the JSON form of the converter's options that python/tether sends.
 type schemaOptions struct {
-	Whitespace    string `json:"whitespace"`
-	Lenient       bool   `json:"lenient"`
-	StrictObjects bool   `json:"strict_objects"`
+	Whitespace    string                     `json:"whitespace"`
+	Lenient       bool                       `json:"lenient"`
+	StrictObjects bool                       `json:"strict_objects"`
+	ExactTypes    bool                       `json:"exact_types"`
+	Draft         string                     `json:"draft"`
+	Resources     map[string]json.RawMessage `json:"resources"`
+}
+
+// drafts are the dialect names schemaOptions.Draft takes.
+var drafts = map[string]schema.Draft{
+	"2020-12": schema.Draft2020, "2019-09": schema.Draft2019, "draft-07": schema.Draft7,
+	"draft-06": schema.Draft6, "draft-04": schema.Draft4,
 }
 
 // SchemaToGBNF converts a JSON Schema (JSON text) to GBNF. optionsJSON holds
-// {"whitespace": "flexible"|"compact"|"bounded", "lenient": bool, "strict_objects": bool}.
+// {"whitespace": "flexible"|"compact"|"bounded", "lenient": bool, "strict_objects": bool,
+// "exact_types": bool, "draft": "2020-12"|"2019-09"|"draft-07"|"draft-06"|"draft-04",
+// "resources": {uri: schema}}.
 // It returns {"grammar": "...", "ignored": [{"keyword", "pointer", "reason"}]}.
 func SchemaToGBNF(schemaJSON, optionsJSON string) (string, error) {
 	return safecall.Do("SchemaToGBNF", func() (string, error) {
@@ -103,6 +114,23 @@ func parseSchemaOptions(optionsJSON string) ([]schema.Option, error) {
 	}
 	if o.StrictObjects {
 		opts = append(opts, schema.StrictObjects())
+	}
+	if o.ExactTypes {
+		opts = append(opts, schema.ExactTypes())
+	}
+	if o.Draft != "" {
+		d, ok := drafts[o.Draft]
+		if !ok {
+			return nil, fmt.Errorf("schema options: draft %q is not one of 2020-12, 2019-09, draft-07, draft-06, draft-04", o.Draft)
+		}
+		opts = append(opts, schema.WithDraft(d))
+	}
+	if len(o.Resources) > 0 {
+		docs := make(map[string][]byte, len(o.Resources))
+		for u, d := range o.Resources {
+			docs[u] = d
+		}
+		opts = append(opts, schema.WithResources(docs))
 	}
 	return opts, nil
 }

@@ -128,7 +128,7 @@ def check_json(text: str, ended: bool, matcher: tether.Matcher) -> None:
     if ended:
         jsonschema.validate(json.loads(text), SCHEMA)
     else:
-        assert matcher.accepts(text), f"not a valid prefix: {text!r}"
+        assert matcher.accepts_prefix(text), f"not a valid prefix: {text!r}"
 
 
 def check_arith(text: str, ended: bool, matcher: tether.Matcher) -> None:
@@ -143,7 +143,7 @@ def check_regex(text: str, ended: bool, matcher: tether.Matcher) -> None:
     if ended:
         assert re.fullmatch(REGEX, text), text
     else:
-        assert matcher.accepts(text), f"not a valid prefix: {text!r}"
+        assert matcher.accepts_prefix(text), f"not a valid prefix: {text!r}"
 
 
 KINDS = {

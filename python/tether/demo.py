@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 except (ValueError, jsonschema.ValidationError) as e:
                     verdict, ok = f"INVALID: {e}", False
             else:
-                valid_prefix = proc.grammar.matcher().accepts(text)
+                valid_prefix = proc.grammar.matcher().accepts_prefix(text)
                 verdict = "cut at max-new-tokens; a valid prefix" if valid_prefix else "INVALID prefix"
                 ok &= valid_prefix
             print(f"  {text}\n    → {verdict}")

@@ -337,6 +337,9 @@ class Grammar:
         lenient: bool = False,
         strict_objects: bool = False,
         max_stacks: int | None = None,
+        exact_types: bool = False,
+        draft: str | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> Grammar:
         """Compile a JSON Schema (a dict, JSON text, or a pydantic model class) in one call
         into the Go core: the same grammar as ``Grammar(json_schema_to_gbnf(schema)[0],
@@ -353,7 +356,7 @@ class Grammar:
         >>> g.matcher().accepts("[1, 2]"), g.matcher().accepts('["a"]')
         (True, False)
         """
-        text, opts = _schema_args(schema, whitespace, lenient, strict_objects)
+        text, opts = _schema_args(schema, whitespace, lenient, strict_objects, exact_types, draft, resources)
         stacks = _max_stacks(max_stacks)
         self = cls.__new__(cls)
         self.vocab = _vocabulary(tokenizer, "Grammar.from_json_schema")
@@ -453,13 +456,34 @@ class Matcher:
         self._steps.append(False)
 
     def accepts(self, text: str) -> bool:
-        """Whether text (from the current state) is accepted, leaving this matcher unchanged."""
+        """Whether text, read from the current state, completes a match: every byte is
+        accepted and the grammar can end right after it. The matcher is left unchanged.
+        A text that is only the start of a match is not accepted (see :meth:`accepts_prefix`).
+
+        >>> import os, pathlib
+        >>> from transformers import PreTrainedTokenizerFast
+        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+        >>> g = Grammar.from_json_schema({"type": "integer", "minimum": 10}, PreTrainedTokenizerFast(tokenizer_file=str(path)))
+        >>> g.matcher().accepts("12"), g.matcher().accepts("1"), g.matcher().accepts_prefix("1")
+        (True, False, True)
+        """
+        m = self._after(text)
+        return m is not None and m.can_end
+
+    def accepts_prefix(self, text: str) -> bool:
+        """Whether every byte of text, read from the current state, is accepted: text is a
+        match or the start of one (the grammar need not be able to end after it). The
+        matcher is left unchanged."""
+        return self._after(text) is not None
+
+    def _after(self, text: str) -> Matcher | None:
+        """A clone that has accepted text, or None where text is rejected."""
         m = self.clone()
         try:
             m.accept_text(text)
         except GrammarError:
-            return False
-        return True
+            return None
+        return m
 
     def allowed_token_ids(self, vocab_size: int | None = None) -> np.ndarray:
         """The token ids allowed next (vocab_size defaults to the tokenizer's).
@@ -662,19 +686,33 @@ def json_schema_to_gbnf(
     whitespace: str = DEFAULT_WHITESPACE,
     lenient: bool = False,
     strict_objects: bool = False,
+    exact_types: bool = False,
+    draft: str | None = None,
+    resources: Mapping[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """Translate a JSON Schema (a dict, JSON text, or a pydantic model class) to GBNF.
 
     Returns the grammar and the list of keywords ignored (only with ``lenient=True``;
     otherwise a keyword tether cannot enforce raises :class:`tether.SchemaError`).
     The options and their defaults are the processors' (and ``tether gbnf``'s), so this
-    prints the grammar a :class:`JSONSchemaLogitsProcessor` uses.
+    prints the grammar a :class:`JSONSchemaLogitsProcessor` uses:
+
+    - ``exact_types``: a schema without ``"type"`` accepts every type whose keywords it
+      satisfies, as JSON Schema reads it (``{"required": ["a"]}`` accepts ``12``), and
+      numeric enum/const values with trailing zeros (``1.0`` for ``1``). The default
+      narrows such a schema to the types its keywords are about, since a schema written
+      for a model's output almost always means that type.
+    - ``draft``: the dialect of a schema whose ``$schema`` names none (``"2020-12"``,
+      the default, ``"2019-09"``, ``"draft-07"``, ``"draft-06"``, ``"draft-04"``); it
+      decides how ``$id`` beside ``$ref`` resolves.
+    - ``resources``: ``{uri: schema}``, the documents ``$ref`` may name besides this one
+      (nothing is fetched; a reference to another document raises SchemaError).
 
     >>> gbnf, ignored = json_schema_to_gbnf({"type": "integer", "minimum": 0, "maximum": 99})
     >>> "root" in gbnf, ignored
     (True, [])
     """
-    text, opts = _schema_args(schema, whitespace, lenient, strict_objects)
+    text, opts = _schema_args(schema, whitespace, lenient, strict_objects, exact_types, draft, resources)
     out = json.loads(call(native.bindings_SchemaToGBNF, text, opts, error=SchemaError))
     return out["grammar"], _ignored_list(out)
 
@@ -683,24 +721,50 @@ def _ignored_list(out: Mapping[str, Any]) -> list[str]:
     return [f"{i['keyword']} at {i['pointer'] or '/'}" for i in out.get("ignored") or []]
 
 
-def _schema_args(schema: Any, whitespace: str, lenient: bool, strict_objects: bool) -> tuple[str, str]:
-    """The schema's JSON text and the converter's options as JSON, checked."""
-    if whitespace not in ("bounded", "compact", "flexible"):
-        raise ValueError(f"whitespace must be 'bounded', 'compact' or 'flexible', not {whitespace!r}")
-    for name, flag in (("lenient", lenient), ("strict_objects", strict_objects)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+DRAFTS = ("2020-12", "2019-09", "draft-07", "draft-06", "draft-04")
+
+
+def _schema_text(schema: Any, what: str = "schema") -> str:
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()  # pydantic v2 model class
     if isinstance(schema, str):
-        text = schema
-    elif isinstance(schema, (Mapping, bool)):
-        text = json.dumps(schema)
-    else:
-        raise TypeError(
-            f"schema must be a dict, JSON text or a pydantic model class, not {type(schema).__name__}"
-        )
-    return text, json.dumps({"whitespace": whitespace, "lenient": lenient, "strict_objects": strict_objects})
+        return schema
+    if isinstance(schema, (Mapping, bool)):
+        return json.dumps(schema)
+    raise TypeError(f"{what} must be a dict, JSON text or a pydantic model class, not {type(schema).__name__}")
+
+
+def _schema_args(
+    schema: Any,
+    whitespace: str,
+    lenient: bool,
+    strict_objects: bool,
+    exact_types: bool = False,
+    draft: str | None = None,
+    resources: Mapping[str, Any] | None = None,
+) -> tuple[str, str]:
+    """The schema's JSON text and the converter's options as JSON, checked."""
+    if whitespace not in ("bounded", "compact", "flexible"):
+        raise ValueError(f"whitespace must be 'bounded', 'compact' or 'flexible', not {whitespace!r}")
+    for name, flag in (("lenient", lenient), ("strict_objects", strict_objects), ("exact_types", exact_types)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+    if draft is not None and draft not in DRAFTS:
+        raise ValueError(f"draft must be one of {', '.join(DRAFTS)}, not {draft!r}")
+    opts: dict[str, Any] = {"whitespace": whitespace, "lenient": lenient, "strict_objects": strict_objects}
+    if exact_types:
+        opts["exact_types"] = True
+    if draft is not None:
+        opts["draft"] = draft
+    if resources is not None:
+        if not isinstance(resources, Mapping):
+            raise TypeError(f"resources must map URIs to schemas, not {type(resources).__name__}")
+        opts["resources"] = {}
+        for uri, doc in resources.items():
+            if not isinstance(uri, str):
+                raise TypeError(f"resources: a URI must be a str, not {type(uri).__name__}")
+            opts["resources"][uri] = json.loads(_schema_text(doc, f"resources[{uri!r}]"))
+    return _schema_text(schema), json.dumps(opts)
 
 
 def regex_to_gbnf(pattern: str) -> str:

@@ -436,6 +436,7 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
       ``model_config`` has ``extra="forbid"``.
     - ``lenient``: ignore keywords tether cannot enforce and list them in ``self.ignored``
       (default ``False``: such a keyword raises :class:`tether.SchemaError`).
+    - ``exact_types``, ``draft``, ``resources``: see :func:`tether.json_schema_to_gbnf`.
 
     The other arguments are :class:`GrammarLogitsProcessor`'s.
     """
@@ -448,6 +449,9 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
         whitespace: str = DEFAULT_WHITESPACE,
         lenient: bool = False,
         strict_objects: bool = False,
+        exact_types: bool = False,
+        draft: str | None = None,
+        resources: Mapping[str, Any] | None = None,
         triggers: Triggers | None = None,
         eos_token_id: int | Iterable[int] | None = None,
         model: Any = None,
@@ -456,7 +460,10 @@ class JSONSchemaLogitsProcessor(GrammarLogitsProcessor):
     ) -> None:
         many = isinstance(schema, (list, tuple))
         converted = [
-            json_schema_to_gbnf(one, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects)
+            json_schema_to_gbnf(
+                one, whitespace=whitespace, lenient=lenient, strict_objects=strict_objects,
+                exact_types=exact_types, draft=draft, resources=resources,
+            )  # fmt: skip
             for one in (schema if many else [schema])
         ]
         if many and not converted:
