@@ -70,3 +70,24 @@ def test_refusal_names_keyword_and_pointer() -> None:
     with pytest.raises(tether.SchemaError) as e:
         tether.json_schema_to_gbnf({"properties": {"tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}})
     assert e.value.keyword == "uniqueItems" and e.value.pointer == "/properties/tags"
+
+
+def test_cli_takes_the_same_options(tmp_path) -> None:
+    import json
+    import subprocess
+    from pathlib import Path
+
+    cli = Path(__file__).resolve().parent.parent / "build" / "bin" / "tether"
+    assert cli.exists(), "build the CLI with `make build`"
+    point = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    schema = {"properties": {"p": {"$ref": "https://example.com/point.json"}}, "required": ["p"]}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    (tmp_path / "point.json").write_text(json.dumps(point))
+    args = [str(cli), "gbnf", "--json-schema", str(tmp_path / "s.json"), "--exact-types", "--draft", "draft-07",
+            "--resource", f"https://example.com/point.json={tmp_path / 'point.json'}"]  # fmt: skip
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    want, _ = tether.json_schema_to_gbnf(schema, exact_types=True, draft="draft-07", resources={"https://example.com/point.json": point})
+    assert out.stdout == want
+    bad = subprocess.run([*args[:4], "--draft", "draft-99"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "--draft must be" in bad.stderr

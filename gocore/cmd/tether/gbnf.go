@@ -16,9 +16,11 @@ func init() {
 // runGBNF converts a JSON Schema or a regular expression into GBNF and prints it:
 //
 //	tether gbnf (--json-schema FILE | --regex PATTERN) [--whitespace flexible|compact|bounded]
-//	            [--lenient] [--strict-objects] [--llamacpp]
+//	            [--lenient] [--strict-objects] [--llamacpp] [--exact-types]
+//	            [--draft 2020-12|2019-09|draft-07|draft-06|draft-04] [--resource URI=FILE ...]
 //
 // With --lenient, keywords that cannot be enforced are listed on stderr.
+// --resource gives a document the schema's references may name (repeatable).
 func runGBNF(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gbnf", stderr)
 	schemaFile := fs.String("json-schema", "", "JSON Schema file to convert ('-' for stdin)")
@@ -27,6 +29,10 @@ func runGBNF(args []string, stdout, stderr io.Writer) error {
 	lenient := fs.Bool("lenient", false, "ignore keywords that cannot be enforced (listed on stderr) instead of failing")
 	strict := fs.Bool("strict-objects", false, "objects allow only the properties they list unless additionalProperties says otherwise")
 	llama := fs.Bool("llamacpp", false, "read schemas as llama.cpp does (strict objects, {} is any object, 16-digit integers)")
+	exact := fs.Bool("exact-types", false, "a schema without \"type\" accepts every type whose keywords it satisfies (default: the types its keywords are about)")
+	draft := fs.String("draft", "", "dialect of a schema whose $schema names none: 2020-12 (default), 2019-09, draft-07, draft-06, draft-04")
+	var resources resourceFlag
+	fs.Var(&resources, "resource", "URI=FILE: a document the schema's $ref may name (repeatable; nothing is fetched)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +42,20 @@ func runGBNF(args []string, stdout, stderr io.Writer) error {
 	opts, err := schemaOptions(*wsMode, *lenient, *strict, *llama)
 	if err != nil {
 		return err
+	}
+	if *exact {
+		opts = append(opts, schema.ExactTypes())
+	}
+	if *draft != "" {
+		d, ok := map[string]schema.Draft{"2020-12": schema.Draft2020, "2019-09": schema.Draft2019, "draft-07": schema.Draft7,
+			"draft-06": schema.Draft6, "draft-04": schema.Draft4}[*draft]
+		if !ok {
+			return usageError("--draft must be 2020-12, 2019-09, draft-07, draft-06 or draft-04, not %q", *draft)
+		}
+		opts = append(opts, schema.WithDraft(d))
+	}
+	if len(resources) > 0 {
+		opts = append(opts, schema.WithResources(resources))
 	}
 	var g string
 	if *pattern != "" {
@@ -77,6 +97,27 @@ func schemaOptions(ws string, lenient, strict, llama bool) ([]schema.Option, err
 		opts = append(opts, schema.LlamaCppCompat())
 	}
 	return opts, nil
+}
+
+// resourceFlag collects --resource URI=FILE.
+type resourceFlag map[string][]byte
+
+func (r *resourceFlag) String() string { return "" }
+
+func (r *resourceFlag) Set(v string) error {
+	uri, file, ok := strings.Cut(v, "=")
+	if !ok || uri == "" || file == "" {
+		return fmt.Errorf("want URI=FILE, not %q", v)
+	}
+	data, err := readInput(file)
+	if err != nil {
+		return err
+	}
+	if *r == nil {
+		*r = resourceFlag{}
+	}
+	(*r)[uri] = data
+	return nil
 }
 
 // readInput reads a file, or stdin for "-".
