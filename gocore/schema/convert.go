@@ -701,6 +701,12 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 			out.set(k, av == true && bv == true)
 		case "uniqueItems":
 			out.set(k, av == true || bv == true)
+		case "multipleOf":
+			if m, ok := lcmMultiple(av, bv); ok {
+				out.set(k, m)
+			} else {
+				conflict(k)
+			}
 		default:
 			if isConstraining(k) {
 				conflict(k)

@@ -6,9 +6,10 @@
 //   - FromJSONSchema converts a JSON Schema document (draft 4 to 2020-12) into a
 //     grammar whose language is a subset of the instances the schema accepts,
 //     serialized as JSON. It is sound first: a keyword that constrains instances
-//     and that a context-free grammar cannot enforce (uniqueItems, contains,
-//     not without an exact positive form, ...) is a *SchemaError naming the keyword and its JSON
-//     pointer, unless the Lenient option asks to ignore it, in which case it is
+//     and that a context-free grammar cannot enforce (uniqueItems over an
+//     infinite item domain, not without an exact positive form, a $dynamicRef
+//     whose target depends on the path to it, ...) is a *SchemaError naming the
+//     keyword and its JSON pointer, unless the Lenient option asks to ignore it, in which case it is
 //     listed in the returned []Ignored. Annotations (title, description, default,
 //     examples, unknown vocabulary, ...) are ignored silently.
 //   - FromRegex converts a regular expression (Go's regexp/syntax, Perl flags)
@@ -21,7 +22,12 @@
 // escapes except for control characters, no "\/"); bounded numbers take no
 // exponent; the root value has no surrounding whitespace; lone UTF-16 surrogate
 // escapes are never produced; a schema without "type" is limited to the types
-// its keywords are about ({"properties": ...} means an object); a maxLength
+// its keywords are about ({"properties": ...} means an object) unless
+// ExactTypes is given; "format" is an assertion (2020-12 makes it an
+// annotation by default): hostnames have no A-labels ("xn--", whose punycode
+// validity is no small grammar) and IDN labels are short and from common
+// scripts; uniqueItems over more than 10 possible items takes them in the
+// schema's order (listed with Narrowed set); a maxLength
 // intersected with a pattern above
 // the length cap (DefaultLengthCap, WithLengthCap) is lowered to it and listed
 // in the returned []Ignored with Narrowed set, and item counts above 2000 are
@@ -31,7 +37,10 @@
 // independent keywords of those; other forms are refused. The same negations
 // make overlapping oneOf exact (branch i and not the others) and if/then/else
 // ((if and then) or (not if and else)); dependencies become "absent, or
-// present with what it needs". A "format" that JSON Schema does not define
+// present with what it needs". contains with minContains/maxContains is a
+// counting automaton over the items (contains.go); a schema with enum or const
+// is the values that pass every other keyword, checked on each value
+// (checkConst), so any keyword is enforced there. A "format" that JSON Schema does not define
 // ("semver", "path", ...) is unknown vocabulary, which validators ignore: it
 // constrains nothing; a defined format the converter cannot write is refused.
 //
@@ -50,8 +59,17 @@
 //
 // Numbers: integer bounds become exact digit-range grammars (no leading zeros,
 // no -0); number bounds that are integers are exact too (the fraction is split
-// into all-zero and non-zero cases), multipleOf 1, 0.1, 0.01, ... limits the
-// fraction's digits; other bounds and multiples are refused.
+// into all-zero and non-zero cases). multipleOf is exact: the grammar is a
+// minimized automaton following the remainder of x·10^d modulo p (m = p/10^d)
+// through the digits, combined with the bounds, which makes every bound exact,
+// or a trie of the multiples when the bounds hold few. Such numbers take no
+// exponent, no -0, and only zeros past the d-th fraction digit. Automata above
+// 1,024 states are refused.
+//
+// References ($ref) resolve by URI as validators resolve them (refs.go): the
+// base URI each "$id" sets, "$anchor", "$dynamicRef" where its target is
+// static, and other documents given by WithResources (nothing is fetched);
+// WithDraft says which dialect a schema without "$schema" is in.
 //
 // Regexes (FromRegex, "pattern", patternProperties) go through Go's
 // regexp/syntax. JSON Schema patterns are ECMA-262: ecma.go rewrites the few

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/big"
 	"strings"
 
@@ -237,4 +239,565 @@ func numberRangeExpr(lo, hi *big.Int, loExcl, hiExcl bool, frac string) (string,
 		return "", false
 	}
 	return alt(alts), true
+}
+
+// ---- multipleOf ----
+
+// A multipleOf m is a finite decimal p/10^d (every JSON number is one), and x is
+// a multiple of m iff N = x*10^d is an integer divisible by p. multipleExpr
+// writes the numbers that are multiples as a deterministic automaton over the
+// characters of their text ("-", digits, "."): it follows N's remainder modulo
+// p digit by digit (the fraction's digits are N's last d digits, those not
+// written being zeros), and compares N's digits with those of the bounds,
+// scaled by 10^d too, which makes every bound exact, rational or not (N is an
+// integer: x >= lo is N >= ceil(lo*10^d)). The automaton is trimmed,
+// minimized and written as right-linear rules (dfa.grammar): one rule per
+// state, so the engine follows a single stack. Where p is too large for it but
+// the bounds hold few multiples, the same language comes from the trie of
+// their texts (multipleTrie). A multipleOf whose minimal automaton would have
+// more than maxMultipleStates states is refused (an unbounded side alone needs
+// one state per remainder modulo the part of p prime to 10).
+//
+// The text is narrower than JSON's: no exponent, no leading zeros, no "-0"
+// (nor "-0.0"); an integer has no fraction; a number's fraction may have any
+// number of digits, but those past the d-th must be zeros ("4", "4.0", "4.5"
+// and "4.50" for multipleOf 0.5).
+
+// maxMultipleStates bounds the automaton of a multipleOf (one rule per state,
+// of up to ten alternatives: the remainder modulo 999 takes 1,002 states and
+// 215 kB). maxMultipleBuild bounds the states built before minimization, and
+// maxMultipleList the multiples in the bounds written as a trie when the
+// remainder automaton cannot be built.
+const (
+	maxMultipleStates = 1024
+	maxMultipleBuild  = 1 << 14
+	maxMultipleList   = 2000
+)
+
+// multipleDecimal writes m > 0 as p/10^d with d as small as it can be; ok is
+// false when d would be above maxMultipleStates.
+func multipleDecimal(m *big.Rat) (p *big.Int, d int, ok bool) {
+	if m.Denom().BitLen() > 4*maxMultipleStates {
+		return nil, 0, false // d > maxMultipleStates: 10^d has 3.3*d bits, 2^d d
+	}
+	den := new(big.Int).Set(m.Denom())
+	twos, fives := int(den.TrailingZeroBits()), 0
+	den.Rsh(den, uint(twos))
+	five, rem := big.NewInt(5), new(big.Int)
+	for {
+		q, r := new(big.Int).QuoRem(den, five, rem)
+		if r.Sign() != 0 {
+			break
+		}
+		den = q
+		fives++
+	}
+	if den.Cmp(bigOne) != 0 {
+		return nil, 0, false // not a finite decimal (no JSON number is one)
+	}
+	d = max(twos, fives)
+	p = new(big.Int).Mul(m.Num(), new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil))
+	p.Quo(p, m.Denom())
+	return p, d, true
+}
+
+// lcmMultiple is the multipleOf that says what multipleOf a and multipleOf b
+// say together: the multiples of both rationals a = p/q and b = r/s (in lowest
+// terms) are those of lcm(p, r)/gcd(q, s). ok is false unless both are
+// positive numbers.
+func lcmMultiple(a, b any) (any, bool) {
+	an, ok1 := a.(json.Number)
+	bn, ok2 := b.(json.Number)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	ar, ok1 := ratOf(an)
+	br, ok2 := ratOf(bn)
+	if !ok1 || !ok2 || ar.Sign() <= 0 || br.Sign() <= 0 {
+		return nil, false
+	}
+	g := new(big.Int).GCD(nil, nil, ar.Num(), br.Num())
+	num := new(big.Int).Mul(ar.Num(), new(big.Int).Quo(br.Num(), g))
+	den := new(big.Int).GCD(nil, nil, ar.Denom(), br.Denom())
+	r := new(big.Rat).SetFrac(num, den)
+	_, d, ok := multipleDecimal(r)
+	if !ok {
+		return nil, false
+	}
+	return json.Number(r.FloatString(d)), true
+}
+
+// mbound is a bound on N's magnitude: its digits before the last d (i, "0"
+// when there are none) and its last d digits (f).
+type mbound struct{ i, f string }
+
+func scaledBound(n *big.Int, d int) *mbound {
+	if n == nil {
+		return nil
+	}
+	s := n.String()
+	if len(s) <= d {
+		s = strings.Repeat("0", d+1-len(s)) + s
+	}
+	return &mbound{i: s[:len(s)-d], f: s[len(s)-d:]}
+}
+
+// Phases of the text of a multiple.
+const (
+	mStart = iota // nothing read
+	mSign         // "-" read
+	mInt          // integer digits, the first non-zero
+	mZero         // the integer part "0"
+	mFrac         // "." and fraction digits
+)
+
+// mstate is a state of the automaton of multiples. In the integer part, n is
+// the number of digits read (capped where no bound needs more) and lo, hi
+// compare the digits read with as many of the bound's integer digits (-1, 0,
+// +1), or are 2 once there are more digits than the bound's; in the fraction,
+// n is the number of digits read (at most d) and lo, hi compare N's digits so
+// far with the bound's (-1, 0, +1). r is the remainder modulo p of N's digits
+// so far; dig says the fraction has a digit.
+type mstate struct {
+	phase  uint8
+	neg    bool
+	dig    bool
+	lo, hi int8
+	n      int32
+	r      int32
+}
+
+// multipleAuto describes the automaton: N multiple of p, d fraction digits,
+// bounds on the magnitude of the positive (pos) and negative (neg) numbers.
+type multipleAuto struct {
+	p       int32
+	d       int
+	integer bool
+	posOK   bool
+	negOK   bool
+	pos     [2]*mbound // lo, hi
+	neg     [2]*mbound
+	capN    [2]int32 // the integer-digit count past which n stays the same, per sign
+	pow     []int32  // 10^k mod p for k <= d
+}
+
+func sign8(x int) int8 {
+	switch {
+	case x < 0:
+		return -1
+	case x > 0:
+		return 1
+	}
+	return 0
+}
+
+func (m *multipleAuto) bounds(neg bool) [2]*mbound {
+	if neg {
+		return m.neg
+	}
+	return m.pos
+}
+
+// intStep compares one more integer digit (the n-th, from 0) with bound b.
+func intStep(c int8, b *mbound, n int32, digit byte) int8 {
+	switch {
+	case b == nil:
+		return 0
+	case c == 2 || int(n) >= len(b.i):
+		return 2
+	case c != 0:
+		return c
+	}
+	return sign8(int(digit) - int(b.i[n]))
+}
+
+// intEnd is the comparison of an integer part of n digits with b's.
+func intEnd(c int8, b *mbound, n int32) int8 {
+	switch {
+	case b == nil:
+		return 0
+	case c == 2:
+		return 1
+	case int(n) < len(b.i):
+		return -1
+	}
+	return c
+}
+
+// fracEnd completes a comparison when j fraction digits were read: the
+// missing ones are zeros.
+func fracEnd(c int8, b *mbound, j int) int8 {
+	if b != nil && c == 0 && strings.Trim(b.f[j:], "0") != "" {
+		return -1
+	}
+	return c
+}
+
+func (m *multipleAuto) accept(s mstate) bool {
+	bs := m.bounds(s.neg)
+	var lo, hi int8
+	j := 0
+	switch s.phase {
+	case mInt, mZero:
+		lo, hi = intEnd(s.lo, bs[0], s.n), intEnd(s.hi, bs[1], s.n)
+	case mFrac:
+		if !s.dig {
+			return false
+		}
+		lo, hi, j = s.lo, s.hi, int(s.n)
+	default:
+		return false
+	}
+	lo, hi = fracEnd(lo, bs[0], j), fracEnd(hi, bs[1], j)
+	return lo >= 0 && hi <= 0 && int64(s.r)*int64(m.pow[m.d-j])%int64(m.p) == 0
+}
+
+// live is false for states from which no text reaches a multiple in range
+// (those trim would remove anyway, found early).
+func (m *multipleAuto) live(s mstate) bool {
+	bs := m.bounds(s.neg)
+	switch s.phase {
+	case mInt, mZero:
+		return bs[1] == nil || !(s.hi == 2 || s.hi == 1 && int(s.n) >= len(bs[1].i))
+	case mFrac:
+		if bs[0] != nil && s.lo < 0 || bs[1] != nil && s.hi > 0 {
+			return false
+		}
+		// past the d-th digit only zeros follow, which change nothing
+		done := s
+		done.dig = true
+		return int(s.n) < m.d || m.accept(done)
+	}
+	return true
+}
+
+// step is the state after character ch (ok false: none).
+func (m *multipleAuto) step(s mstate, ch byte) (mstate, bool) {
+	bs := m.bounds(s.neg)
+	digit := ch >= '0' && ch <= '9'
+	switch s.phase {
+	case mStart, mSign:
+		if s.phase == mStart && ch == '-' {
+			return mstate{phase: mSign, neg: true}, m.negOK
+		}
+		if !digit || s.phase == mStart && !m.posOK {
+			return s, false
+		}
+		t := mstate{phase: mInt, neg: s.neg, n: 1, r: int32(ch-'0') % m.p}
+		if ch == '0' {
+			t.phase = mZero
+		}
+		t.lo, t.hi = intStep(0, bs[0], 0, ch), intStep(0, bs[1], 0, ch)
+		return t, true
+	case mInt, mZero:
+		if ch == '.' {
+			if m.integer {
+				return s, false
+			}
+			return mstate{phase: mFrac, neg: s.neg, lo: intEnd(s.lo, bs[0], s.n), hi: intEnd(s.hi, bs[1], s.n), r: s.r}, true
+		}
+		if !digit || s.phase == mZero {
+			return s, false
+		}
+		t := s
+		t.lo, t.hi = intStep(s.lo, bs[0], s.n, ch), intStep(s.hi, bs[1], s.n, ch)
+		t.n = min(s.n+1, m.capN[b2i(s.neg)])
+		t.r = int32((int64(s.r)*10 + int64(ch-'0')) % int64(m.p))
+		return t, true
+	case mFrac:
+		if !digit {
+			return s, false
+		}
+		t := s
+		t.dig = true
+		if int(s.n) == m.d {
+			return t, ch == '0' // past the d-th digit only zeros
+		}
+		j := s.n
+		if bs[0] != nil && t.lo == 0 {
+			t.lo = sign8(int(ch) - int(bs[0].f[j]))
+		}
+		if bs[1] != nil && t.hi == 0 {
+			t.hi = sign8(int(ch) - int(bs[1].f[j]))
+		}
+		t.n++
+		t.r = int32((int64(s.r)*10 + int64(ch-'0')) % int64(m.p))
+		return t, true
+	}
+	return s, false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// build explores the automaton from the start (nil: more than
+// maxMultipleBuild states).
+func (m *multipleAuto) build() *dfa {
+	const chars = "-.0123456789"
+	out := &dfa{}
+	index := map[mstate]int32{}
+	var states []mstate
+	add := func(s mstate) (int32, bool) {
+		if i, ok := index[s]; ok {
+			return i, true
+		}
+		if len(states) >= maxMultipleBuild {
+			return 0, false
+		}
+		i := int32(len(states))
+		index[s] = i
+		states = append(states, s)
+		out.states = append(out.states, dstate{accept: m.accept(s)})
+		return i, true
+	}
+	add(mstate{})
+	for si := 0; si < len(states); si++ {
+		var edges []dedge
+		for k := 0; k < len(chars); k++ {
+			t, ok := m.step(states[si], chars[k])
+			if !ok || !m.live(t) {
+				continue
+			}
+			to, ok := add(t)
+			if !ok {
+				return nil
+			}
+			r := rune(chars[k])
+			if n := len(edges); n > 0 && edges[n-1].to == to && edges[n-1].hi+1 == r {
+				edges[n-1].hi = r
+				continue
+			}
+			edges = append(edges, dedge{r, r, to})
+		}
+		out.states[si].edges = edges
+	}
+	return out
+}
+
+// multipleExpr is the grammar of the multiples of mult within the bounds (nil:
+// none), integers only when integer is set; ok is false when the multipleOf
+// was ignored (Lenient) because the automaton would be too large.
+func (c *conv) multipleExpr(mult, lo, hi *big.Rat, loExcl, hiExcl, integer bool, ptr string) (string, bool, error) {
+	p, d, ok := multipleDecimal(mult)
+	if !ok || d > maxMultipleStates {
+		return "", false, c.unsupported("multipleOf", ptr, fmt.Sprintf("a multipleOf with more than %d fraction digits cannot be enforced", maxMultipleStates))
+	}
+	text := shortNumber(mult.FloatString(d))
+	if integer {
+		// an integer x is a multiple iff x*10^d is one of p: iff p/gcd(p, 10^d) divides x
+		g := new(big.Int).GCD(nil, nil, p, new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil))
+		p.Quo(p, g)
+		d = 0
+	}
+	tooLarge := func() (string, bool, error) {
+		return "", false, c.unsupported("multipleOf", ptr, fmt.Sprintf("multipleOf %s cannot be enforced: its automaton (the remainder modulo %s, digit by digit, with the bounds) needs more than %d states",
+			text, shortNumber(p.String()), maxMultipleStates))
+	}
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil))
+	var nlo, nhi *big.Int // bounds on N = x*10^d, tightened to multiples of p
+	if lo != nil {
+		s := new(big.Rat).Mul(lo, scale)
+		if loExcl {
+			nlo = new(big.Int).Add(ratFloor(s), bigOne)
+		} else {
+			nlo = ratCeil(s)
+		}
+	}
+	if hi != nil {
+		s := new(big.Rat).Mul(hi, scale)
+		if hiExcl {
+			nhi = new(big.Int).Sub(ratCeil(s), bigOne)
+		} else {
+			nhi = ratFloor(s)
+		}
+	}
+	if integer && c.cfg.maxIntDigits > 0 {
+		capv := new(big.Int).Sub(new(big.Int).Exp(bigTen, big.NewInt(int64(c.cfg.maxIntDigits)), nil), bigOne)
+		nhi = minBig(nhi, capv)
+		negCap := new(big.Int).Neg(capv)
+		if nlo == nil || nlo.Cmp(negCap) < 0 {
+			nlo = negCap
+		}
+	}
+	if nlo != nil {
+		nlo = new(big.Int).Mul(ratCeil(new(big.Rat).SetFrac(nlo, p)), p)
+	}
+	if nhi != nil {
+		nhi = new(big.Int).Mul(ratFloor(new(big.Rat).SetFrac(nhi, p)), p)
+	}
+	if nlo != nil && nhi != nil && nlo.Cmp(nhi) > 0 {
+		return "", false, c.unsatf("multipleOf", ptr, "no multiple of %s lies within the bounds", text)
+	}
+	// Both ways below write the same language, so their minimal automata are
+	// the same: the remainder automaton when it is small enough to build, else
+	// (a large p) the trie of the few multiples in the bounds.
+	// Where the numbers are unbounded on one side, those with many digits
+	// there take every remainder modulo q, the part of p prime to 10, and no
+	// two remainders can share a state: a minimal automaton has q states at
+	// least.
+	q := new(big.Int).Set(p)
+	for _, f := range []int64{2, 5} {
+		fb, r := big.NewInt(f), new(big.Int)
+		for {
+			quo, rem := new(big.Int).QuoRem(q, fb, r)
+			if rem.Sign() != 0 {
+				break
+			}
+			q = quo
+		}
+	}
+	if (nlo == nil || nhi == nil) && q.Cmp(big.NewInt(maxMultipleStates)) > 0 {
+		return tooLarge()
+	}
+	var auto *dfa
+	if p.Cmp(big.NewInt(maxMultipleBuild)) <= 0 {
+		auto = newMultipleAuto(p, d, nlo, nhi, integer).build()
+	}
+	if auto == nil && nlo != nil && nhi != nil {
+		count := new(big.Int).Quo(new(big.Int).Sub(nhi, nlo), p)
+		if count.Cmp(big.NewInt(maxMultipleList)) < 0 {
+			auto = multipleTrie(p, d, nlo, nhi, integer)
+		}
+	}
+	if auto == nil {
+		return tooLarge()
+	}
+	auto = auto.trim()
+	if auto.empty() {
+		return "", false, c.unsatf("multipleOf", ptr, "no multiple of %s lies within the bounds", text)
+	}
+	auto = auto.minimize()
+	if len(auto.states) > maxMultipleStates {
+		return tooLarge()
+	}
+	return auto.grammar(&regexConv{b: c.b}, "multiple"), true, nil
+}
+
+// shortNumber abbreviates a long numeral for a message.
+func shortNumber(s string) string {
+	if len(s) <= 24 {
+		return s
+	}
+	return s[:10] + "..." + s[len(s)-10:] + " (" + itoa(len(s)) + " characters)"
+}
+
+// newMultipleAuto describes the automaton of the multiples N of p in [nlo,
+// nhi] (nil: unbounded), for numbers with d fraction digits.
+func newMultipleAuto(p *big.Int, d int, nlo, nhi *big.Int, integer bool) *multipleAuto {
+	m := &multipleAuto{p: int32(p.Int64()), d: d, integer: integer}
+	// positive or zero: N in [max(0, nlo), nhi]
+	if nhi == nil || nhi.Sign() >= 0 {
+		m.posOK = true
+		a := big.NewInt(0)
+		if nlo != nil && nlo.Sign() > 0 {
+			a = nlo
+		}
+		m.pos = [2]*mbound{scaledBound(a, d), scaledBound(nhi, d)}
+	}
+	// negative: -N in [max(1, -nhi), -nlo]
+	if nlo == nil || nlo.Sign() < 0 {
+		m.negOK = true
+		a := big.NewInt(1)
+		if nhi != nil && nhi.Sign() < 0 {
+			a = new(big.Int).Neg(nhi)
+		}
+		var b *big.Int
+		if nlo != nil {
+			b = new(big.Int).Neg(nlo)
+		}
+		m.neg = [2]*mbound{scaledBound(a, d), scaledBound(b, d)}
+	}
+	for k, bs := range [][2]*mbound{m.pos, m.neg} {
+		for _, b := range bs {
+			if b != nil {
+				m.capN[k] = max(m.capN[k], int32(len(b.i)))
+			}
+		}
+		m.capN[k]++
+	}
+	m.pow = make([]int32, d+1)
+	m.pow[0] = 1 % m.p
+	for k := 1; k <= d; k++ {
+		m.pow[k] = int32(int64(m.pow[k-1]) * 10 % int64(m.p))
+	}
+	return m
+}
+
+// multipleTrie is the automaton of the multiples N of p in [nlo, nhi] (fewer
+// than maxMultipleList), from the trie of their texts with all d fraction
+// digits ("-12.50" for N = -1250, d = 2; "12." when d = 0, for a number): an
+// integer part may end the text when "." and d zeros follow it in the trie, a
+// fraction of j digits when d-j zeros do, and zeros may follow the d-th digit.
+func multipleTrie(p *big.Int, d int, nlo, nhi *big.Int, integer bool) *dfa {
+	var texts []string
+	pow := new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil)
+	for n := new(big.Int).Set(nlo); n.Cmp(nhi) <= 0; n.Add(n, p) {
+		s := ""
+		mag := new(big.Int).Abs(n)
+		if n.Sign() < 0 {
+			s = "-"
+		}
+		q, r := new(big.Int).QuoRem(mag, pow, new(big.Int))
+		s += q.String()
+		if !integer {
+			s += "."
+			if d > 0 {
+				f := r.String()
+				s += strings.Repeat("0", d-len(f)) + f
+			}
+		}
+		texts = append(texts, s)
+	}
+	t := namesDFA(texts)
+	if integer {
+		return t
+	}
+	// zeros completes the text from s with k zeros (after a "." if dot).
+	zeros := func(s int32, dot bool, k int) bool {
+		if dot {
+			if s = t.step(s, '.'); s < 0 {
+				return false
+			}
+		}
+		for range k {
+			if s = t.step(s, '0'); s < 0 {
+				return false
+			}
+		}
+		return t.states[s].accept
+	}
+	tail := int32(len(t.states))
+	t.states = append(t.states, dstate{accept: true, edges: []dedge{{'0', '0', tail}}})
+	// depth in the fraction: -1 before the "."
+	frac := make([]int, len(t.states))
+	for i := range frac {
+		frac[i] = -1
+	}
+	for s := range len(t.states) - 1 { // trie states are numbered parents first
+		for _, e := range t.states[s].edges {
+			switch {
+			case e.lo == '.':
+				frac[e.to] = 0
+			case frac[s] >= 0:
+				frac[e.to] = frac[s] + 1
+			}
+		}
+	}
+	for s := range len(t.states) - 1 {
+		st := &t.states[s]
+		switch {
+		case st.accept: // all d digits (or the "." when d = 0)
+			st.accept = d > 0
+			st.edges = append(st.edges, dedge{'0', '0', tail})
+		case frac[s] > 0:
+			st.accept = zeros(int32(s), false, d-frac[s])
+		case frac[s] < 0 && s > 0:
+			st.accept = zeros(int32(s), true, d)
+		}
+	}
+	return t
 }

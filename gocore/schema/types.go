@@ -146,7 +146,7 @@ func (c *conv) visitFlatOnce(o *object, ptr, hint string) (string, error) {
 		o = o.clone()
 		o.del(conflictKey)
 	}
-	if vals, has := c.constValues(o); has {
+	if vals, has := c.constValues(o); has && needsDecidedConstants(o) {
 		// the values decide every keyword, combinations included
 		if x, ok, err := c.decidedConstants(o, vals, ptr, hint); ok || err != nil {
 			return x, err
@@ -234,11 +234,14 @@ func (c *conv) visitFlatOnce(o *object, ptr, hint string) (string, error) {
 // visitFlatOnce goes on as without them).
 func (c *conv) decidedConstants(o *object, vals []any, ptr, hint string) (string, bool, error) {
 	var keep []any
+	rest := o.clone() // every value is one of vals: the check is the rest of o
+	rest.del("enum")
+	rest.del("const")
 	for _, v := range vals {
 		if loneSurrogate(v) {
 			return "", false, nil // enumExpr says why
 		}
-		ok, decided := c.checkConst(v, o, 0)
+		ok, decided := c.checkConst(v, rest, 0)
 		if !decided {
 			return "", false, nil
 		}
@@ -253,6 +256,20 @@ func (c *conv) decidedConstants(o *object, vals []any, ptr, hint string) (string
 	only.set("enum", keep)
 	x, err := c.enumExpr(only, allTypes, ptr, hint)
 	return x, true, err
+}
+
+// needsDecidedConstants: o has a keyword enumExpr cannot check on the values
+// (an applicator, or one checkUnsupported would refuse); only then are the
+// values checked against all of o by decidedConstants.
+func needsDecidedConstants(o *object) bool {
+	for _, k := range o.keys {
+		switch k {
+		case "not", "if", "anyOf", "oneOf", "allOf", groupsKey, "$ref", "$dynamicRef", "$recursiveRef",
+			"dependentRequired", "dependentSchemas", "dependencies", "contains", "uniqueItems", "propertyNames":
+			return true
+		}
+	}
+	return false
 }
 
 // types lists the types an instance may have: "type" (plus null with nullable),
@@ -753,9 +770,13 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 		hi, hiExcl = rs[3], true
 	}
 	fracDigits := -1 // -1: any fraction; k: at most k significant fraction digits
-	if m, err := c.bound(o, "multipleOf", ptr); err != nil {
+	// mult: a multipleOf for the remainder automaton (multipleExpr)
+	var mult *big.Rat
+	m, err := c.bound(o, "multipleOf", ptr)
+	if err != nil {
 		return "", err
-	} else if m != nil {
+	}
+	if m != nil {
 		if m.Sign() <= 0 {
 			return "", c.errorf("multipleOf", ptr, "must be greater than 0")
 		}
@@ -767,9 +788,7 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 		case !integer && pow:
 			fracDigits = k
 		default:
-			if err := c.unsupported("multipleOf", ptr, "only multiples of 1, 0.1, 0.01, ... can be enforced"); err != nil {
-				return "", err
-			}
+			mult = m
 		}
 	}
 	if f, ok := o.vals["format"].(string); ok && integer {
@@ -783,6 +802,16 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 				hi, hiExcl = fhi, false
 			}
 		}
+	}
+	if !integer && fracDigits >= 0 && (lo != nil && !lo.IsInt() || hi != nil && !hi.IsInt()) {
+		mult = m // the automaton makes bounds that are not integers exact
+	}
+	if mult != nil {
+		x, ok, err := c.multipleExpr(mult, lo, hi, loExcl, hiExcl, integer, ptr)
+		if err != nil || ok {
+			return x, err
+		}
+		// Lenient: the multipleOf is ignored (listed by multipleExpr)
 	}
 	if integer {
 		if lo == nil && hi == nil {

@@ -132,7 +132,7 @@ func TestSchemaErrors(t *testing.T) {
 		{"if/then", `{"if":{"multipleOf":2},"then":{"minimum":1}}`, "if", "", true},
 		{"maxContains without an exact negation of contains", `{"type":"array","contains":{"type":"object","patternProperties":{"^a":{"type":"string"}}},"maxContains":2}`, "maxContains", "", true},
 		{"defined format that cannot be written", `{"type":"string","format":"color"}`, "format", "", true},
-		{"non-decimal multipleOf", `{"type":"integer","multipleOf":3}`, "multipleOf", "", true},
+		{"multipleOf beyond the automaton limit", `{"type":"integer","multipleOf":0.123456789}`, "multipleOf", "", true},
 		{"overlapping oneOf", `{"oneOf":[{"type":"integer"},{"multipleOf":3}]}`, "oneOf", "/oneOf", true},
 		{"malformed dependentRequired", `{"type":"object","dependentRequired":{"a":"b"}}`, "dependentRequired", "", true},
 		{"non-integer number bound", `{"type":"number","minimum":0.5}`, "minimum", "", true},
