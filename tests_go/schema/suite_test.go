@@ -44,6 +44,7 @@ type suiteStats struct {
 	refusedFiles                       map[string]int // file -> schemas refused
 	validRejectedIn                    map[string]int // file -> valid instances rejected
 	invalidAcceptedCases, refusalNotes []string
+	validRejectedCases                 []string
 }
 
 // suiteTexts are the JSON texts an instance is judged in: as written in the
@@ -124,6 +125,7 @@ func runSuiteFiles(t *testing.T, name string, files []string, opts ...schema.Opt
 				case tc.Valid:
 					st.validRejected++
 					st.validRejectedIn[base]++
+					st.validRejectedCases = append(st.validRejectedCases, fmt.Sprintf("%s / %s / %s: %s; schema %s", base, g.Description, tc.Description, compactJSON(tc.Data), compactJSON(g.Schema)))
 				case accepted:
 					st.invalidAccepted++
 				default:
@@ -225,6 +227,9 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 		for _, r := range rows {
 			for _, n := range r.refusalNotes {
 				t.Logf("refused: %s: %s", r.name, n)
+			}
+			for _, n := range r.validRejectedCases {
+				t.Logf("valid rejected: %s: %s", r.name, n)
 			}
 		}
 	}
