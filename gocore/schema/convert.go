@@ -378,6 +378,10 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 	if depth > maxFlatten {
 		return nil, c.errorf("$ref", ptr, "$ref and allOf nest more than %d deep (a recursive reference combined with other keywords?)", maxFlatten)
 	}
+	var later *object // unevaluated* keywords applied after the merge (deferUnevaluated)
+	if o.has("unevaluatedProperties") || o.has("unevaluatedItems") {
+		o, later = c.deferUnevaluated(o)
+	}
 	res := normalize(o)
 	res.del("$ref")
 	res.del("allOf")
@@ -493,7 +497,96 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 			}
 		}
 	}
+	if later != nil {
+		res = res.clone()
+		for _, k := range later.keys {
+			res.set(k, later.vals[k])
+		}
+	}
 	return res, err
+}
+
+// deferUnevaluated handles unevaluatedProperties and unevaluatedItems where
+// every subschema that can evaluate a property or item is merged by flatten
+// itself: o and the allOf and $ref subschemas it reaches, with no anyOf,
+// oneOf, not, if, dependentSchemas, contains or dynamic reference among them
+// (their annotations depend on which of them match, or they give none). Then
+// the properties evaluated are exactly those the merged schema names in
+// properties and patternProperties (or all of them, when one of the parts has
+// additionalProperties or its own unevaluatedProperties), and the items
+// evaluated those of the longest prefixItems (or all, when one has items or
+// its own unevaluatedItems). So the keyword becomes additionalProperties
+// (items) of the merged schema, set after the merge (later), or nothing when
+// everything is evaluated. Otherwise normalize turns it into
+// additionalProperties (items) of o alone, which is narrower: still sound.
+func (c *conv) deferUnevaluated(o *object) (rest, later *object) {
+	propsAll, itemsAll := false, false
+	var scan func(s any, top bool, depth int) bool
+	scan = func(s any, top bool, depth int) bool {
+		x, ok := s.(*object)
+		if !ok {
+			return true // a boolean schema evaluates nothing
+		}
+		if depth > maxFlatten {
+			return false
+		}
+		for _, k := range x.keys {
+			switch k {
+			case "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains",
+				"$dynamicRef", "$recursiveRef", groupsKey, conflictKey:
+				return false
+			case "additionalProperties":
+				propsAll = true
+			case "unevaluatedProperties":
+				if !top {
+					propsAll = true
+				}
+			case "additionalItems":
+				itemsAll = true
+			case "unevaluatedItems":
+				if !top {
+					itemsAll = true
+				}
+			case "items":
+				if _, tuple := x.vals[k].([]any); !tuple {
+					itemsAll = true
+				}
+			case "allOf":
+				list, ok := x.vals[k].([]any)
+				if !ok {
+					return false
+				}
+				for _, sub := range list {
+					if !scan(sub, false, depth+1) {
+						return false
+					}
+				}
+			case "$ref":
+				t, _, err := c.resolve(x, "")
+				if err != nil || !scan(t, false, depth+1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if !scan(o, true, 0) {
+		return o, nil
+	}
+	rest, later = o.clone(), newObject()
+	if u, ok := o.get("unevaluatedProperties"); ok {
+		rest.del("unevaluatedProperties")
+		if !propsAll {
+			later.set("additionalProperties", u)
+		}
+	}
+	if u, ok := o.get("unevaluatedItems"); ok {
+		rest.del("unevaluatedItems")
+		if !itemsAll {
+			later.set("items", u)
+		}
+	}
+	return rest, later
 }
 
 // normalize returns a copy of o with draft 4-7 spellings rewritten.
