@@ -25,6 +25,15 @@ func FuzzFromJSONSchema(f *testing.F) {
 		`{"if":{"properties":{"k":{"const":"a"}}},"then":{"required":["n"]},"else":{"dependentRequired":{"m":["o"]}}}`,
 		`{"enum":["\ud800", "a", "ab", "abc", "b"]}`,
 		`{"$defs":{"d":{"type":"array","items":{"$ref":"#/$defs/d"},"minItems":1}},"anyOf":[{"$ref":"#/$defs/d"},{"type":"null"}]}`,
+		`{"$id":"http://ex/r.json","properties":{"x":{"$id":"s.json","$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a"},"y":{"$ref":"s.json#t"}},"$defs":{"t":{"$id":"s.json#t","$anchor":"t"}}}`,
+		`{"$id":"http://ex/root","$ref":"list","$defs":{"f":{"$dynamicAnchor":"i","type":"string"},"list":{"$id":"list","items":{"$dynamicRef":"#i"},"$defs":{"i":{"$dynamicAnchor":"i"}}}}}`,
+		`{"type":"array","prefixItems":[{"type":"string"}],"contains":{"const":1},"minContains":2,"maxContains":3,"maxItems":6}`,
+		`{"type":"array","uniqueItems":true,"items":{"enum":[1,"a",null,[1],{"b":2}]},"minItems":2}`,
+		`{"type":"object","properties":{"a":{}},"allOf":[{"$ref":"#/$defs/b"}],"unevaluatedProperties":false,"$defs":{"b":{"properties":{"b":{}}}}}`,
+		`{"enum":[1,2,3,"x",[1,1]],"not":{"multipleOf":2},"if":{"type":"string"},"then":{"minLength":2},"uniqueItems":true}`,
+		`{"type":"number","minimum":-1.25,"exclusiveMaximum":100,"multipleOf":0.75}`,
+		`{"type":"string","format":"idn-hostname","maxLength":20}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://ex/a.json","properties":{"b":{"id":"b.json","definitions":{"c":{"type":"integer"}},"items":{"$ref":"#/definitions/c"}}}}`,
 	} {
 		f.Add([]byte(s), uint8(0))
 	}
@@ -36,6 +45,10 @@ func FuzzFromJSONSchema(f *testing.F) {
 		if mode&8 != 0 {
 			opts = append(opts, schema.LlamaCppCompat())
 		}
+		if mode&16 != 0 {
+			opts = append(opts, schema.ExactTypes())
+		}
+		opts = append(opts, schema.WithDraft(schema.Draft(mode>>5%5)))
 		g, _, err := schema.FromJSONSchema(data, opts...)
 		if err == nil && !json.Valid(data) {
 			t.Fatalf("text that is not JSON converted: %q", data)
