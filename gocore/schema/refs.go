@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,7 +80,6 @@ type walkedRef struct {
 // needsIdentifiers reports whether resolveIdentifiers can change anything: the
 // document has an identifier, an anchor, a dynamic reference or a reference
 // that is not a fragment.
-var nonFragmentRef = regexp.MustCompile(`"\$(ref|dynamicRef)"\s*:\s*"[^#]`)
 
 func needsIdentifiers(schema []byte, draft Draft) bool {
 	for _, k := range []string{`"$id"`, `"$anchor"`, `"$dynamicAnchor"`, `"$dynamicRef"`} {
@@ -92,7 +90,28 @@ func needsIdentifiers(schema []byte, draft Draft) bool {
 	if bytes.Contains(schema, []byte(`"id"`)) && (draft == Draft4 || bytes.Contains(schema, []byte(`draft-0`))) {
 		return true
 	}
-	return nonFragmentRef.Match(schema)
+	return hasNonFragmentRef(schema, `"$ref"`) || hasNonFragmentRef(schema, `"$dynamicRef"`)
+}
+
+// hasNonFragmentRef reports whether key is followed, after a colon, by a
+// string that does not start with "#" somewhere in schema (a scan, not a
+// parse: it may say yes for text inside a string, which only costs the
+// resolution pass).
+func hasNonFragmentRef(schema []byte, key string) bool {
+	for i := 0; ; {
+		j := bytes.Index(schema[i:], []byte(key))
+		if j < 0 {
+			return false
+		}
+		k := i + j + len(key)
+		for k < len(schema) && (schema[k] == ' ' || schema[k] == '\t' || schema[k] == '\n' || schema[k] == '\r' || schema[k] == ':') {
+			k++
+		}
+		if k+1 < len(schema) && schema[k] == '"' && schema[k+1] != '#' {
+			return true
+		}
+		i = k
+	}
 }
 
 // resource is a document given by WithResources.
