@@ -109,7 +109,8 @@ type conv struct {
 	// patterns, excluded strings and length limits, however many places use it)
 	// and keyExcept by its names ("keyExcept\x00" and the sorted names) and its
 	// key characters by the characters excluded ("kother\x00" and the runes); no
-	// stringDFA key starts with "k".
+	// stringDFA key starts with "k". The number automata (numbers.go) are
+	// memoized here too, by keys starting with "number\x00".
 	strings map[string]string
 	// runeExprs: keyRune's expressions, by character
 	runeExprs map[rune]string

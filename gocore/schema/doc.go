@@ -59,7 +59,11 @@
 //
 // Numbers: integer bounds become exact digit-range grammars (no leading zeros,
 // no -0); number bounds that are integers are exact too (the fraction is split
-// into all-zero and non-zero cases). multipleOf is exact: the grammar is a
+// into all-zero and non-zero cases), and number bounds that are not integers
+// too, through the same automaton as multipleOf with divisor 1: digits past the
+// bounds' last fraction digit are free, and a non-zero one decides a strict
+// comparison. Under ExactTypes integers may be written with a zero fraction
+// (4.0). multipleOf is exact: the grammar is a
 // minimized automaton following the remainder of x·10^d modulo p (m = p/10^d)
 // through the digits, combined with the bounds, which makes every bound exact,
 // or a trie of the multiples when the bounds hold few. Such numbers take no

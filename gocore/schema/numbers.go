@@ -259,9 +259,10 @@ func numberRangeExpr(lo, hi *big.Int, loExcl, hiExcl bool, frac string) (string,
 // one state per remainder modulo the part of p prime to 10).
 //
 // The text is narrower than JSON's: no exponent, no leading zeros, no "-0"
-// (nor "-0.0"); an integer has no fraction; a number's fraction may have any
-// number of digits, but those past the d-th must be zeros ("4", "4.0", "4.5"
-// and "4.50" for multipleOf 0.5).
+// (nor "-0.0"); an integer has no fraction (except a zero one, "4.0", under
+// ExactTypes); a number's fraction may have any number of digits, but those
+// past the d-th must be zeros ("4", "4.0", "4.5" and "4.50" for multipleOf
+// 0.5).
 
 // maxMultipleStates bounds the automaton of a multipleOf (one rule per state,
 // of up to ten alternatives: the remainder modulo 999 takes 1,002 states and
@@ -280,7 +281,20 @@ func multipleDecimal(m *big.Rat) (p *big.Int, d int, ok bool) {
 	if m.Denom().BitLen() > 4*maxMultipleStates {
 		return nil, 0, false // d > maxMultipleStates: 10^d has 3.3*d bits, 2^d d
 	}
-	den := new(big.Int).Set(m.Denom())
+	d, ok = decimalDigits(m)
+	if !ok {
+		return nil, 0, false // not a finite decimal (no JSON number is one)
+	}
+	p = new(big.Int).Mul(m.Num(), new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil))
+	p.Quo(p, m.Denom())
+	return p, d, true
+}
+
+// decimalDigits is the number of fraction digits of r written as a decimal
+// (the smallest d with r*10^d an integer); ok is false when r is not a finite
+// decimal.
+func decimalDigits(r *big.Rat) (d int, ok bool) {
+	den := new(big.Int).Set(r.Denom())
 	twos, fives := int(den.TrailingZeroBits()), 0
 	den.Rsh(den, uint(twos))
 	five, rem := big.NewInt(5), new(big.Int)
@@ -293,12 +307,9 @@ func multipleDecimal(m *big.Rat) (p *big.Int, d int, ok bool) {
 		fives++
 	}
 	if den.Cmp(bigOne) != 0 {
-		return nil, 0, false // not a finite decimal (no JSON number is one)
+		return 0, false
 	}
-	d = max(twos, fives)
-	p = new(big.Int).Mul(m.Num(), new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil))
-	p.Quo(p, m.Denom())
-	return p, d, true
+	return max(twos, fives), true
 }
 
 // lcmMultiple is the multipleOf that says what multipleOf a and multipleOf b
@@ -328,8 +339,13 @@ func lcmMultiple(a, b any) (any, bool) {
 }
 
 // mbound is a bound on N's magnitude: its digits before the last d (i, "0"
-// when there are none) and its last d digits (f).
-type mbound struct{ i, f string }
+// when there are none) and its last d digits (f). An exclusive bound (excl)
+// is only met by a magnitude that differs from it; the bounds of multiples
+// are inclusive (they are tightened to multiples first).
+type mbound struct {
+	i, f string
+	excl bool
+}
 
 func scaledBound(n *big.Int, d int) *mbound {
 	if n == nil {
@@ -369,10 +385,17 @@ type mstate struct {
 
 // multipleAuto describes the automaton: N multiple of p, d fraction digits,
 // bounds on the magnitude of the positive (pos) and negative (neg) numbers.
+//
+// With free set (p = 1: no multipleOf, for bounds that are not integers), a
+// fraction may have more than d digits: those past the d-th are any digits,
+// and a non-zero one makes the number larger than a bound it equalled so far
+// (x > 1.1 iff x's first fraction digit makes it larger, or it is 1.1 and a
+// later digit is non-zero).
 type multipleAuto struct {
 	p       int32
 	d       int
 	integer bool
+	free    bool
 	posOK   bool
 	negOK   bool
 	pos     [2]*mbound // lo, hi
@@ -449,7 +472,13 @@ func (m *multipleAuto) accept(s mstate) bool {
 		return false
 	}
 	lo, hi = fracEnd(lo, bs[0], j), fracEnd(hi, bs[1], j)
-	return lo >= 0 && hi <= 0 && int64(s.r)*int64(m.pow[m.d-j])%int64(m.p) == 0
+	return boundMet(lo, bs[0]) && boundMet(-hi, bs[1]) && int64(s.r)*int64(m.pow[m.d-j])%int64(m.p) == 0
+}
+
+// boundMet says whether a magnitude compared c (-1, 0, +1) with a lower bound
+// b meets it (an upper bound: -c).
+func boundMet(c int8, b *mbound) bool {
+	return c > 0 || c == 0 && (b == nil || !b.excl)
 }
 
 // live is false for states from which no text reaches a multiple in range
@@ -463,10 +492,21 @@ func (m *multipleAuto) live(s mstate) bool {
 		if bs[0] != nil && s.lo < 0 || bs[1] != nil && s.hi > 0 {
 			return false
 		}
-		// past the d-th digit only zeros follow, which change nothing
+		if int(s.n) < m.d {
+			return true
+		}
+		// past the d-th digit: zeros change nothing, and (free) a non-zero
+		// digit makes the number larger than a bound it equalled
 		done := s
 		done.dig = true
-		return int(s.n) < m.d || m.accept(done)
+		if m.accept(done) {
+			return true
+		}
+		if m.free {
+			done.lo, done.hi = bumpEqual(done.lo, bs[0]), bumpEqual(done.hi, bs[1])
+			return m.accept(done)
+		}
+		return false
 	}
 	return true
 }
@@ -511,7 +551,13 @@ func (m *multipleAuto) step(s mstate, ch byte) (mstate, bool) {
 		t := s
 		t.dig = true
 		if int(s.n) == m.d {
-			return t, ch == '0' // past the d-th digit only zeros
+			if !m.free {
+				return t, ch == '0' // past the d-th digit only zeros
+			}
+			if ch != '0' {
+				t.lo, t.hi = bumpEqual(t.lo, bs[0]), bumpEqual(t.hi, bs[1])
+			}
+			return t, true
 		}
 		j := s.n
 		if bs[0] != nil && t.lo == 0 {
@@ -525,6 +571,15 @@ func (m *multipleAuto) step(s mstate, ch byte) (mstate, bool) {
 		return t, true
 	}
 	return s, false
+}
+
+// bumpEqual is the comparison with bound b once a non-zero digit follows the
+// bound's last one: an equality becomes "larger".
+func bumpEqual(c int8, b *mbound) int8 {
+	if b != nil && c == 0 {
+		return 1
+	}
+	return c
 }
 
 func b2i(b bool) int {
@@ -582,6 +637,10 @@ func (m *multipleAuto) build() *dfa {
 // none), integers only when integer is set; ok is false when the multipleOf
 // was ignored (Lenient) because the automaton would be too large.
 func (c *conv) multipleExpr(mult, lo, hi *big.Rat, loExcl, hiExcl, integer bool, ptr string) (string, bool, error) {
+	memo := numberMemoKey("multiple", mult, lo, hi, loExcl, hiExcl, integer)
+	if x, ok := c.strings[memo]; ok {
+		return x, true, nil
+	}
 	p, d, ok := multipleDecimal(mult)
 	if !ok || d > maxMultipleStates {
 		return "", false, c.unsupported("multipleOf", ptr, fmt.Sprintf("a multipleOf with more than %d fraction digits cannot be enforced", maxMultipleStates))
@@ -653,14 +712,17 @@ func (c *conv) multipleExpr(mult, lo, hi *big.Rat, loExcl, hiExcl, integer bool,
 	if (nlo == nil || nhi == nil) && q.Cmp(big.NewInt(maxMultipleStates)) > 0 {
 		return tooLarge()
 	}
+	// ExactTypes: an integer may be written with a zero fraction ("4.0"), which
+	// the automaton of a number with d = 0 reads
+	intText := integer && !c.cfg.exactTypes
 	var auto *dfa
 	if p.Cmp(big.NewInt(maxMultipleBuild)) <= 0 {
-		auto = newMultipleAuto(p, d, nlo, nhi, integer).build()
+		auto = newMultipleAuto(p, d, nlo, nhi, intText).build()
 	}
 	if auto == nil && nlo != nil && nhi != nil {
 		count := new(big.Int).Quo(new(big.Int).Sub(nhi, nlo), p)
 		if count.Cmp(big.NewInt(maxMultipleList)) < 0 {
-			auto = multipleTrie(p, d, nlo, nhi, integer)
+			auto = multipleTrie(p, d, nlo, nhi, intText)
 		}
 	}
 	if auto == nil {
@@ -674,7 +736,9 @@ func (c *conv) multipleExpr(mult, lo, hi *big.Rat, loExcl, hiExcl, integer bool,
 	if len(auto.states) > maxMultipleStates {
 		return tooLarge()
 	}
-	return auto.grammar(&regexConv{b: c.b}, "multiple"), true, nil
+	x := auto.grammar(&regexConv{b: c.b}, "multiple")
+	c.strings[memo] = x
+	return x, true, nil
 }
 
 // shortNumber abbreviates a long numeral for a message.
@@ -711,6 +775,12 @@ func newMultipleAuto(p *big.Int, d int, nlo, nhi *big.Int, integer bool) *multip
 		}
 		m.neg = [2]*mbound{scaledBound(a, d), scaledBound(b, d)}
 	}
+	m.setup()
+	return m
+}
+
+// setup computes capN and pow once the bounds are set.
+func (m *multipleAuto) setup() {
 	for k, bs := range [][2]*mbound{m.pos, m.neg} {
 		for _, b := range bs {
 			if b != nil {
@@ -719,12 +789,133 @@ func newMultipleAuto(p *big.Int, d int, nlo, nhi *big.Int, integer bool) *multip
 		}
 		m.capN[k]++
 	}
-	m.pow = make([]int32, d+1)
+	m.pow = make([]int32, m.d+1)
 	m.pow[0] = 1 % m.p
-	for k := 1; k <= d; k++ {
+	for k := 1; k <= m.d; k++ {
 		m.pow[k] = int32(int64(m.pow[k-1]) * 10 % int64(m.p))
 	}
-	return m
+}
+
+// ---- bounds that are not integers ----
+
+// decimalRangeExpr is the grammar of the numbers x within bounds (nil: none)
+// of which one at least is not an integer, with any number of fraction
+// digits: the automaton of the multiples of 1 with d the bounds' fraction
+// digits, the digits past the d-th free (multipleAuto.free). Its text is that
+// of multipleExpr (no exponent, no leading zeros, no "-0" nor "-0.0") with
+// any fraction. It has a few states per digit of the bounds; bounds too long
+// for maxMultipleStates are refused, naming the keyword of the bound that is
+// not an integer (loKey or hiKey); empty bounds name loKey (hiKey without a
+// lower bound). drop is -1 (the lower bound) or +1 (the upper one) when that
+// bound was too long and Lenient let it through: the caller goes on without
+// it, the other bound still enforced.
+func (c *conv) decimalRangeExpr(lo, hi *big.Rat, loExcl, hiExcl bool, loKey, hiKey, ptr string) (x string, drop int, err error) {
+	memo := numberMemoKey("range", nil, lo, hi, loExcl, hiExcl, false)
+	if x, ok := c.strings[memo]; ok {
+		return x, 0, nil
+	}
+	unsatKey := loKey
+	if lo == nil {
+		unsatKey = hiKey
+	}
+	if lo != nil && hi != nil {
+		if cmp := lo.Cmp(hi); cmp > 0 || cmp == 0 && (loExcl || hiExcl) {
+			return "", 0, c.unsatf(unsatKey, ptr, "no number lies within the bounds")
+		}
+	}
+	// key names the longer bound that is not an integer, in a refusal (keySide
+	// says which: -1 lower, +1 upper)
+	key, keySide, keyLen := "", 0, -1
+	tooLarge := func(k string, side int, why string) (string, int, error) {
+		return "", side, c.unsupported(k, ptr, "a bound that is not an integer cannot be enforced: "+why)
+	}
+	d := 0
+	for i, r := range []*big.Rat{lo, hi} {
+		if r == nil {
+			continue
+		}
+		k, side := []string{loKey, hiKey}[i], 2*i-1
+		// a denominator 2^a*5^b of more than 4*maxMultipleStates bits has
+		// max(a, b) > maxMultipleStates: no need to factor it
+		fd, ok := 0, r.Denom().BitLen() <= 4*maxMultipleStates
+		if ok {
+			fd, ok = decimalDigits(r)
+		}
+		if !ok || fd > maxMultipleStates {
+			return tooLarge(k, side, fmt.Sprintf("it has more than %d fraction digits", maxMultipleStates))
+		}
+		d = max(d, fd)
+		if n := r.Num().BitLen() + fd*4; !r.IsInt() && n > keyLen {
+			key, keySide, keyLen = k, side, n
+		}
+	}
+	scale := new(big.Int).Exp(bigTen, big.NewInt(int64(d)), nil)
+	// mag is the bound |r|*10^d as a bound on the magnitude (an integer)
+	mag := func(r *big.Rat, excl bool) *mbound {
+		n := new(big.Int).Mul(r.Num(), scale)
+		n.Quo(n, r.Denom())
+		b := scaledBound(n.Abs(n), d)
+		b.excl = excl
+		return b
+	}
+	m := &multipleAuto{p: 1, d: d, free: true}
+	// zero or positive: |x| from max(0, lo) up to hi
+	if hi == nil || hi.Sign() > 0 || hi.Sign() == 0 && !hiExcl {
+		m.posOK = true
+		if lo != nil && lo.Sign() >= 0 {
+			m.pos[0] = mag(lo, loExcl)
+		}
+		if hi != nil {
+			m.pos[1] = mag(hi, hiExcl)
+		}
+	}
+	// negative: |x| > 0 (no "-0") from -hi when hi < 0, up to -lo
+	if lo == nil || lo.Sign() < 0 {
+		m.negOK = true
+		if hi != nil && hi.Sign() < 0 {
+			m.neg[0] = mag(hi, hiExcl)
+		} else {
+			m.neg[0] = &mbound{i: "0", f: strings.Repeat("0", d), excl: true}
+		}
+		if lo != nil {
+			m.neg[1] = mag(lo, loExcl)
+		}
+	}
+	m.setup()
+	auto := m.build()
+	if auto == nil {
+		return tooLarge(key, keySide, fmt.Sprintf("its digits make an automaton of more than %d states (before minimization)", maxMultipleBuild))
+	}
+	auto = auto.trim()
+	if auto.empty() {
+		return "", 0, c.unsatf(unsatKey, ptr, "no number lies within the bounds")
+	}
+	auto = auto.minimize()
+	if len(auto.states) > maxMultipleStates {
+		return tooLarge(key, keySide, fmt.Sprintf("its digits make an automaton of more than %d states", maxMultipleStates))
+	}
+	x = auto.grammar(&regexConv{b: c.b}, "number-range")
+	c.strings[memo] = x
+	return x, 0, nil
+}
+
+// numberMemoKey is the key of a number automaton in c.strings (one per
+// distinct kind, multipleOf and bounds, however many places use it; no other
+// key there starts with "number\x00").
+func numberMemoKey(kind string, mult, lo, hi *big.Rat, loExcl, hiExcl, integer bool) string {
+	var b strings.Builder
+	b.WriteString("number\x00")
+	b.WriteString(kind)
+	for _, r := range []*big.Rat{mult, lo, hi} {
+		b.WriteByte(' ')
+		if r == nil {
+			b.WriteByte('-')
+		} else {
+			b.WriteString(r.RatString())
+		}
+	}
+	fmt.Fprintf(&b, " %t %t %t", loExcl, hiExcl, integer)
+	return b.String()
 }
 
 // multipleTrie is the automaton of the multiples N of p in [nlo, nhi] (fewer

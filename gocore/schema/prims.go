@@ -63,6 +63,9 @@ func primRef(b *builder, name string) string {
 		if d := b.cfg.maxIntDigits; d > 0 {
 			body = fmt.Sprintf(`"-"? ("0" | [1-9] [0-9]{0,%d})`, d-1)
 		}
+		if b.cfg.exactTypes {
+			body += ` ("." "0"+)?` // ExactTypes: 1.0 is an integer
+		}
 	case "object", "array":
 		if b.cfg.ws == Compact {
 			body = removeWS(body)

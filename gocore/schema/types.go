@@ -760,14 +760,21 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 		}
 		rs[i] = r
 	}
-	// the tighter of each pair of bounds
-	lo, loExcl := rs[0], false
+	// the tighter of each pair of bounds, and the keyword that wrote it
+	lo, loExcl, loKey := rs[0], false, "minimum"
 	if rs[1] != nil && (lo == nil || rs[1].Cmp(lo) >= 0) {
-		lo, loExcl = rs[1], true
+		lo, loExcl, loKey = rs[1], true, "exclusiveMinimum"
 	}
-	hi, hiExcl := rs[2], false
+	hi, hiExcl, hiKey := rs[2], false, "maximum"
 	if rs[3] != nil && (hi == nil || rs[3].Cmp(hi) <= 0) {
-		hi, hiExcl = rs[3], true
+		hi, hiExcl, hiKey = rs[3], true, "exclusiveMaximum"
+	}
+	// unsatKey names the bounds that no number meets
+	unsatKey := func() string {
+		if lo != nil {
+			return loKey
+		}
+		return hiKey
 	}
 	fracDigits := -1 // -1: any fraction; k: at most k significant fraction digits
 	// mult: a multipleOf for the remainder automaton (multipleExpr)
@@ -796,10 +803,10 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 			flo, _ := new(big.Rat).SetString(r[0])
 			fhi, _ := new(big.Rat).SetString(r[1])
 			if lo == nil || flo.Cmp(lo) > 0 {
-				lo, loExcl = flo, false
+				lo, loExcl, loKey = flo, false, "format"
 			}
 			if hi == nil || fhi.Cmp(hi) < 0 {
-				hi, hiExcl = fhi, false
+				hi, hiExcl, hiKey = fhi, false, "format"
 			}
 		}
 	}
@@ -815,7 +822,7 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 	}
 	if integer {
 		if lo == nil && hi == nil {
-			return primRef(c.b, "integer"), nil
+			return primRef(c.b, "integer"), nil // with a zero fraction under ExactTypes
 		}
 		var ilo, ihi *big.Int
 		if lo != nil {
@@ -834,30 +841,36 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 		}
 		x, ok := intRangeExpr(ilo, ihi, c.cfg.maxIntDigits)
 		if !ok {
-			return "", c.unsatf("minimum", ptr, "no integer lies within the bounds")
+			return "", c.unsatf(unsatKey(), ptr, "no integer lies within the bounds")
+		}
+		if c.cfg.exactTypes {
+			x = seq(group(x), `("." "0"+)?`) // 4.0 is an integer
 		}
 		return c.named("integer-range", x), nil
+	}
+	for lo != nil && !lo.IsInt() || hi != nil && !hi.IsInt() {
+		// exact through an automaton over the digits (a multipleOf that
+		// limits the fraction went to multipleExpr above)
+		x, drop, err := c.decimalRangeExpr(lo, hi, loExcl, hiExcl, loKey, hiKey, ptr)
+		if err != nil || drop == 0 {
+			return x, err
+		}
+		// Lenient: a bound too long for the automaton is not enforced
+		// (listed by decimalRangeExpr), the other one still is
+		if drop < 0 {
+			lo = nil
+		} else {
+			hi = nil
+		}
 	}
 	if lo == nil && hi == nil && fracDigits < 0 {
 		return primRef(c.b, "number"), nil
 	}
 	var ilo, ihi *big.Int
 	if lo != nil {
-		if !lo.IsInt() {
-			if err := c.unsupported("minimum", ptr, "a non-integer bound on a number cannot be enforced exactly"); err != nil {
-				return "", err
-			}
-			lo, loExcl = new(big.Rat).SetInt(ratFloor(lo)), false
-		}
 		ilo = new(big.Int).Set(lo.Num())
 	}
 	if hi != nil {
-		if !hi.IsInt() {
-			if err := c.unsupported("maximum", ptr, "a non-integer bound on a number cannot be enforced exactly"); err != nil {
-				return "", err
-			}
-			hi, hiExcl = new(big.Rat).SetInt(ratCeil(hi)), false
-		}
 		ihi = new(big.Int).Set(hi.Num())
 	}
 	frac := primRef(c.b, "fracnz")
@@ -869,7 +882,7 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 	}
 	x, ok := numberRangeExpr(ilo, ihi, loExcl, hiExcl, frac)
 	if !ok {
-		return "", c.unsatf("minimum", ptr, "no number lies within the bounds")
+		return "", c.unsatf(unsatKey(), ptr, "no number lies within the bounds")
 	}
 	return c.named("number-range", x), nil
 }
