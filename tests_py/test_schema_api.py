@@ -91,3 +91,9 @@ def test_cli_takes_the_same_options(tmp_path) -> None:
     assert out.stdout == want
     bad = subprocess.run([*args[:4], "--draft", "draft-99"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "--draft must be" in bad.stderr
+
+
+def test_bound_refusal_names_the_keyword_written() -> None:
+    with pytest.raises(tether.SchemaError) as e:
+        tether.json_schema_to_gbnf('{"type": "object", "properties": {"x": {"type": "number", "exclusiveMinimum": 1e-2000}}}')
+    assert e.value.keyword == "exclusiveMinimum" and e.value.pointer == "/properties/x"
