@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+	"math/big"
 	"strconv"
 )
 
@@ -21,6 +23,7 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 	// flattened branches, each merged with base (for the exclusivity check and
 	// for the combinations)
 	merged := make([][]*object, len(groups))
+	retyped := false // dropSharedTypes changed a branch: write the merged branches
 	total := 1
 	for gi, g := range groups {
 		for bi, br := range g.branches {
@@ -53,6 +56,11 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 			merged[gi] = append(merged[gi], m)
 		}
 		if g.one {
+			// a type that two or more branches accept whole (no keyword of theirs
+			// applies to it) is never matched by exactly one: no branch keeps it
+			if m, changed := c.dropSharedTypes(merged[gi]); changed {
+				merged[gi], retyped = m, true
+			}
 		pairs:
 			for i := 0; i < len(merged[gi]); i++ {
 				for j := i + 1; j < len(merged[gi]); j++ {
@@ -114,7 +122,7 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 		}
 		return nil
 	}
-	if trivial && len(groups) == 1 {
+	if trivial && len(groups) == 1 && !retyped {
 		// keep each branch as written, so that a $ref stays a rule reference
 		g := groups[0]
 		for bi, br := range g.branches {
@@ -172,6 +180,86 @@ func (c *conv) visitGroups(base *object, groups []altGroup, ptr, hint string) (s
 		return "", c.unsatf("anyOf", ptr, "no branch can match")
 	}
 	return c.named(hint, alt(alts)), nil
+}
+
+// dropSharedTypes removes from oneOf's (merged) branches every JSON type that
+// two or more of them accept whole, where every branch accepting it does: an
+// instance of that type matches all of those branches, so never exactly one
+// ({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]} accepts no string).
+// Types are judged as JSON Schema reads the branches (possibleTypes). A branch
+// left with no type matches nothing (nil).
+func (c *conv) dropSharedTypes(branches []*object) ([]*object, bool) {
+	kinds := []string{"object", "array", "string", "number", "boolean", "null"}
+	whole := func(o *object, kind string) bool {
+		for _, k := range o.keys {
+			switch {
+			case k == "type" || k == "nullable":
+			case familyOf(k) != "":
+				if familyOf(k) == kind {
+					return false
+				}
+			case k == "format":
+				if kind == "string" {
+					return false
+				}
+			case isConstraining(k):
+				return false // enum, const, not, $ref, groups, ...: not judged here
+			}
+		}
+		return true
+	}
+	drop := map[string]bool{}
+	for _, kind := range kinds {
+		n, all := 0, true
+		for _, b := range branches {
+			if b == nil {
+				continue
+			}
+			pt := c.possibleTypes(b)
+			has := pt[kind] || kind == "number" && (pt["integer"] || pt["fraction"])
+			if !has {
+				continue
+			}
+			if kind == "number" && !(pt["integer"] && pt["fraction"]) {
+				all = false // integers only: not the whole of number
+			}
+			n++
+			all = all && whole(b, kind)
+		}
+		if n >= 2 && all {
+			drop[kind] = true
+		}
+	}
+	if len(drop) == 0 {
+		return branches, false
+	}
+	out := make([]*object, len(branches))
+	for i, b := range branches {
+		if b == nil {
+			continue
+		}
+		pt := c.possibleTypes(b)
+		var keep []any
+		for _, kind := range kinds {
+			switch {
+			case drop[kind]:
+			case kind == "number" && pt["fraction"]:
+				keep = append(keep, "number")
+			case kind == "number" && pt["integer"]:
+				keep = append(keep, "integer")
+			case pt[kind]:
+				keep = append(keep, kind)
+			}
+		}
+		if len(keep) == 0 {
+			continue // matches nothing
+		}
+		nb := b.clone()
+		nb.del("nullable")
+		nb.set("type", keep)
+		out[i] = nb
+	}
+	return out, true
 }
 
 // prefixUnsat returns why the merged schema o is certainly unsatisfiable, or nil: it
@@ -246,9 +334,18 @@ func (c *conv) possibleTypes(o *object) map[string]bool {
 		}
 		return out
 	}
-	ts, err := c.types(o, "")
-	if err != nil {
-		return out
+	// JSON Schema's types, not the narrowed ones visitFlat writes: whether two
+	// oneOf branches can both match is a question about the schema (a string
+	// satisfies {"minimum": 5}), whatever each branch's grammar then keeps.
+	ts := allTypes
+	if tv, ok := o.get("type"); ok {
+		ts = typeList(tv)
+		if ts == nil {
+			return map[string]bool{"object": true, "array": true, "string": true, "integer": true, "fraction": true, "boolean": true, "null": true}
+		}
+		if o.vals["nullable"] == true {
+			ts = append(append([]string(nil), ts...), "null")
+		}
 	}
 	for _, t := range ts {
 		if t == "number" {
@@ -319,10 +416,95 @@ func (c *conv) disjoint(x, y *object, depth int) bool {
 			return true
 		}
 	}
-	if !(tx["object"] && ty["object"]) {
-		return false
+	// every type both allow must be told apart by its own keywords
+	for t := range tx {
+		if !ty[t] && !(t == "integer" && ty["number"]) && !(t == "number" && ty["integer"]) {
+			continue
+		}
+		switch t {
+		case "string":
+			if !countsDisjoint(x, y, "minLength", "maxLength") {
+				return false
+			}
+		case "array":
+			if !countsDisjoint(x, y, "minItems", "maxItems") {
+				return false
+			}
+		case "number", "integer":
+			if !rangesDisjoint(x, y) {
+				return false
+			}
+		case "object":
+			if !countsDisjoint(x, y, "minProperties", "maxProperties") && !c.objectsDisjoint(x, y, depth) {
+				return false
+			}
+		default:
+			return false
+		}
 	}
-	// only objects can still overlap: look for a discriminating property
+	return true
+}
+
+// countsDisjoint: the [min, max] counts of x and y (length, items,
+// properties) do not meet.
+func countsDisjoint(x, y *object, minK, maxK string) bool {
+	lo := func(o *object) int { n, _ := intKeyword(o, minK); return n }
+	hi := func(o *object) int {
+		if n, ok := intKeyword(o, maxK); ok {
+			return n
+		}
+		return -1
+	}
+	return hi(x) >= 0 && hi(x) < lo(y) || hi(y) >= 0 && hi(y) < lo(x)
+}
+
+// rangesDisjoint: the numeric bounds of x and y leave no number to both.
+func rangesDisjoint(x, y *object) bool {
+	type end struct {
+		v    *big.Rat
+		excl bool
+	}
+	bound := func(o *object, incl, excl string) *end {
+		var best *end
+		for _, k := range []string{incl, excl} {
+			n, ok := o.vals[k].(json.Number)
+			if !ok {
+				continue
+			}
+			r, ok := ratOf(n)
+			if !ok {
+				return nil
+			}
+			e := &end{r, k == excl}
+			if best == nil {
+				best = e
+				continue
+			}
+			c := r.Cmp(best.v)
+			if k == "exclusiveMinimum" || k == "minimum" {
+				if c > 0 || c == 0 && e.excl {
+					best = e
+				}
+			} else if c < 0 || c == 0 && e.excl {
+				best = e
+			}
+		}
+		return best
+	}
+	below := func(hi, lo *end) bool { // every number <= hi is below every number >= lo
+		if hi == nil || lo == nil {
+			return false
+		}
+		c := hi.v.Cmp(lo.v)
+		return c < 0 || c == 0 && (hi.excl || lo.excl)
+	}
+	return below(bound(x, "maximum", "exclusiveMaximum"), bound(y, "minimum", "exclusiveMinimum")) ||
+		below(bound(y, "maximum", "exclusiveMaximum"), bound(x, "minimum", "exclusiveMinimum"))
+}
+
+// objectsDisjoint looks for a discriminating property: one that one object
+// requires and the other forbids, or that both require with disjoint schemas.
+func (c *conv) objectsDisjoint(x, y *object, depth int) bool {
 	reqs := func(o *object) map[string]bool {
 		m := map[string]bool{}
 		r, _ := o.get("required")
