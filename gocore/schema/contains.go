@@ -2,8 +2,6 @@ package schema
 
 import (
 	"strconv"
-
-	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // maxContainsStates bounds the states of the counting automaton
@@ -132,96 +130,36 @@ func (c *conv) arrayContainsExpr(o *object, ptr, hint string, minI, maxI int) (s
 		}
 		return c.arrayExpr(rest, ptr, hint)
 	}
-	type state struct{ n, j int }
-	type edge struct {
-		expr string
-		to   state
-	}
-	edges := map[state][]edge{}
-	var order []state
-	seen := map[state]bool{{0, 0}: true}
-	queue := []state{{0, 0}}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		order = append(order, st)
+	next := func(st itemState) ([]itemEdge, error) {
 		if maxI >= 0 && st.n >= maxI {
-			continue
+			return nil, nil
 		}
 		sl, err := slotAt(st.n)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		next := min(st.n+1, nCap)
-		add := func(expr string, to state) {
-			if expr == "" {
-				return
-			}
-			edges[st] = append(edges[st], edge{expr, to})
-			if !seen[to] {
-				seen[to] = true
-				queue = append(queue, to)
-			}
-		}
+		n, j := min(st.n+1, nCap), st.key
 		if maxC < 0 {
-			add(sl.any, state{next, st.j})
-			if st.j < jCap {
-				add(sl.in, state{next, st.j + 1})
+			es := []itemEdge{{sl.any, itemState{n, j}}}
+			if j < uint64(jCap) {
+				es = append(es, itemEdge{sl.in, itemState{n, j + 1}})
 			}
-		} else {
-			add(sl.out, state{next, st.j})
-			if st.j < maxC {
-				add(sl.in, state{next, st.j + 1})
-			}
+			return es, nil
 		}
-	}
-	accepts := func(st state) bool { return st.j >= minC && st.n >= minI }
-	// productive: the array can end from there
-	live := map[state]bool{}
-	for changed := true; changed; {
-		changed = false
-		for _, st := range order {
-			if live[st] {
-				continue
-			}
-			ok := accepts(st)
-			for _, e := range edges[st] {
-				ok = ok || live[e.to]
-			}
-			if ok {
-				live[st], changed = true, true
-			}
+		es := []itemEdge{{sl.out, itemState{n, j}}}
+		if j < uint64(maxC) {
+			es = append(es, itemEdge{sl.in, itemState{n, j + 1}})
 		}
+		return es, nil
 	}
-	if !live[state{0, 0}] {
+	accepts := func(st itemState) bool { return st.key >= uint64(minC) && st.n >= minI }
+	// the state cap above bounds the states (nCap+1)*(jCap+1)
+	x, live, err := c.itemsGrammar(hint+"-c", maxContainsStates, next, accepts)
+	if err != nil {
+		return "", err
+	}
+	if !live {
 		return "", c.unsatf("contains", ptr, "no array has the items contains, minContains and maxContains ask for within the item limits")
 	}
-	names := map[state]string{}
-	for _, st := range order {
-		if live[st] {
-			names[st] = c.b.reserve(hint + "-c")
-		}
-	}
-	ws := c.ws()
-	for _, st := range order {
-		if !live[st] {
-			continue
-		}
-		var alts []string
-		for _, e := range edges[st] {
-			if !live[e.to] {
-				continue
-			}
-			if st.n == 0 {
-				alts = append(alts, seq(e.expr, ws, names[e.to]))
-			} else {
-				alts = append(alts, seq(litComma, ws, e.expr, ws, names[e.to]))
-			}
-		}
-		if accepts(st) {
-			alts = append(alts, `""`)
-		}
-		c.b.define(names[st], alt(alts))
-	}
-	return c.named(hint, seq(gbnf.QuoteLiteral("["), ws, names[state{0, 0}], gbnf.QuoteLiteral("]"))), nil
+	return c.named(hint, x), nil
 }

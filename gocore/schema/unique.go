@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"strconv"
 
-	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
 // Limits of uniqueItems over finite item domains.
@@ -91,100 +90,40 @@ func (c *conv) arrayUniqueExpr(o *object, ptr, hint string, minI, maxI int) (str
 	if maxI >= 0 {
 		nCap = min(maxI, len(prefix)+len(domain))
 	}
-	type state struct {
-		n   int
-		key uint64
-	}
-	type edge struct {
-		v  int
-		to state
-	}
-	edges := map[state][]edge{}
-	var order []state
-	seen := map[state]bool{{0, 0}: true}
-	queue := []state{{0, 0}}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		order = append(order, st)
-		if len(order) > maxUniqueStates {
-			return "", true, c.unsupported("uniqueItems", ptr, "these unique items need more than "+strconv.Itoa(maxUniqueStates)+" grammar states")
-		}
-		if maxI >= 0 && st.n >= maxI {
-			continue
-		}
-		for _, v := range slot(st.n) {
-			var to state
-			if exact {
-				if st.key&(1<<v) != 0 {
-					continue
-				}
-				to = state{min(st.n+1, nCap), st.key | 1<<v}
-			} else {
-				if uint64(v+1) <= st.key {
-					continue
-				}
-				to = state{min(st.n+1, nCap), uint64(v + 1)}
-			}
-			edges[st] = append(edges[st], edge{v, to})
-			if !seen[to] {
-				seen[to] = true
-				queue = append(queue, to)
-			}
-		}
-	}
-	accepts := func(st state) bool { return st.n >= minI }
-	live := map[state]bool{}
-	for changed := true; changed; {
-		changed = false
-		for _, st := range order {
-			if live[st] {
-				continue
-			}
-			ok := accepts(st)
-			for _, e := range edges[st] {
-				ok = ok || live[e.to]
-			}
-			if ok {
-				live[st], changed = true, true
-			}
-		}
-	}
-	if !live[state{0, 0}] {
-		return "", true, c.unsatf("uniqueItems", ptr, "no array of distinct items satisfies the item limits")
-	}
 	lits := make([]string, len(domain))
 	for i, v := range domain {
 		lits[i] = c.literal(v)
 	}
-	names := map[state]string{}
-	for _, st := range order {
-		if live[st] {
-			names[st] = c.b.reserve(hint + "-u")
+	next := func(st itemState) ([]itemEdge, error) {
+		if maxI >= 0 && st.n >= maxI {
+			return nil, nil
 		}
-	}
-	ws := c.ws()
-	for _, st := range order {
-		if !live[st] {
-			continue
-		}
-		var alts []string
-		for _, e := range edges[st] {
-			if !live[e.to] {
+		var es []itemEdge
+		for _, v := range slot(st.n) {
+			key := uint64(v + 1) // ordered: 1 + the last value's index
+			if exact {
+				if st.key&(1<<v) != 0 {
+					continue
+				}
+				key = st.key | 1<<v
+			} else if key <= st.key {
 				continue
 			}
-			if st.n == 0 {
-				alts = append(alts, seq(lits[e.v], ws, names[e.to]))
-			} else {
-				alts = append(alts, seq(litComma, ws, lits[e.v], ws, names[e.to]))
-			}
+			es = append(es, itemEdge{lits[v], itemState{min(st.n+1, nCap), key}})
 		}
-		if accepts(st) {
-			alts = append(alts, `""`)
-		}
-		c.b.define(names[st], alt(alts))
+		return es, nil
 	}
-	return c.named(hint, seq(gbnf.QuoteLiteral("["), ws, names[state{0, 0}], gbnf.QuoteLiteral("]"))), true, nil
+	x, live, err := c.itemsGrammar(hint+"-u", maxUniqueStates, next, func(st itemState) bool { return st.n >= minI })
+	if err == errItemStates {
+		return "", true, c.unsupported("uniqueItems", ptr, "these unique items need more than "+strconv.Itoa(maxUniqueStates)+" grammar states")
+	}
+	if err != nil {
+		return "", true, err
+	}
+	if !live {
+		return "", true, c.unsatf("uniqueItems", ptr, "no array of distinct items satisfies the item limits")
+	}
+	return c.named(hint, x), true, nil
 }
 
 // maxFiniteRange is the widest integer range finiteValues lists.
