@@ -340,26 +340,9 @@ func (c *conv) resolve(o *object, ptr string) (any, string, error) {
 	if cur == nil && rest == "" {
 		return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
 	}
-	if rest != "" {
-		for _, seg := range strings.Split(rest[1:], "/") {
-			seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-			switch v := cur.(type) {
-			case *object:
-				next, ok := v.get(seg)
-				if !ok {
-					return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
-				}
-				cur = next
-			case []any:
-				n, err := strconv.Atoi(seg)
-				if err != nil || n < 0 || n >= len(v) {
-					return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
-				}
-				cur = v[n]
-			default:
-				return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
-			}
-		}
+	cur, ok = walkPointer(cur, rest, nil)
+	if !ok {
+		return nil, "", c.errorf("$ref", ptr, "the reference %q names nothing in this document", ref)
 	}
 	return cur, frag, nil
 }

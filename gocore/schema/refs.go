@@ -400,31 +400,15 @@ func (ix *refIndex) walkTarget(tptr string) {
 	if o := asObject(cur); o != nil && ix.bases[o] != "" {
 		base = ix.bases[o]
 	}
-	if rest != "" {
-		for _, seg := range strings.Split(rest[1:], "/") {
-			if o, ok := cur.(*object); ok {
-				if b, ok := ix.bases[o]; ok {
-					base = b
-				}
-			}
-			seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-			switch v := cur.(type) {
-			case *object:
-				next, ok := v.get(seg)
-				if !ok {
-					return
-				}
-				cur = next
-			case []any:
-				n, err := strconv.Atoi(seg)
-				if err != nil || n < 0 || n >= len(v) {
-					return
-				}
-				cur = v[n]
-			default:
-				return
+	cur, ok := walkPointer(cur, rest, func(v any) {
+		if o, ok := v.(*object); ok {
+			if b, ok := ix.bases[o]; ok {
+				base = b
 			}
 		}
+	})
+	if !ok {
+		return
 	}
 	if o, ok := cur.(*object); ok {
 		if _, seen := ix.bases[o]; !seen {
@@ -449,7 +433,8 @@ func (ix *refIndex) dynamicTarget(s, base string) (string, bool) {
 		return tptr, true // no anchor in the fragment: a plain reference
 	}
 	start, rest := startOf(ix.root, ix.extra, tptr)
-	t := asObject(lookupPointer(start, rest))
+	tv, _ := walkPointer(start, rest, nil)
+	t := asObject(tv)
 	if t == nil {
 		return tptr, true
 	}
@@ -467,30 +452,33 @@ func (ix *refIndex) dynamicTarget(s, base string) (string, bool) {
 	return "", false
 }
 
-// lookupPointer is the value at root pointer p, or nil.
-func lookupPointer(root any, p string) any {
-	cur := root
+// walkPointer follows JSON pointer p from cur, calling visit (if any) on
+// each value it leaves; ok is false where p names nothing.
+func walkPointer(cur any, p string, visit func(any)) (any, bool) {
 	if p == "" {
-		return cur
+		return cur, true
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
+		if visit != nil {
+			visit(cur)
+		}
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 		switch v := cur.(type) {
 		case *object:
 			next, ok := v.get(seg)
 			if !ok {
-				return nil
+				return nil, false
 			}
 			cur = next
 		case []any:
 			n, err := strconv.Atoi(seg)
 			if err != nil || n < 0 || n >= len(v) {
-				return nil
+				return nil, false
 			}
 			cur = v[n]
 		default:
-			return nil
+			return nil, false
 		}
 	}
-	return cur
+	return cur, true
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math/big"
 	"strconv"
-
 )
 
 // Limits of uniqueItems over finite item domains.
