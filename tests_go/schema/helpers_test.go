@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/schema"
 	"github.com/tetherlm/tether/tests_go/internal/testdata"
 )
 
@@ -32,6 +34,28 @@ func (c *checker) accepts(s string) bool {
 		return false
 	}
 	return c.m.CanEnd()
+}
+
+// schemaCase is a schema with JSON texts its grammar must accept and reject.
+type schemaCase struct {
+	schema         string
+	accept, reject []string
+}
+
+// checkSchemaCases converts each case's schema (with opts) and judges its texts.
+func checkSchemaCases(t *testing.T, cases []schemaCase, opts ...schema.Option) {
+	t.Helper()
+	for _, tc := range cases {
+		g, _, err := schema.FromJSONSchema([]byte(tc.schema), opts...)
+		require.NoError(t, err, tc.schema)
+		c := newChecker(t, g)
+		for _, s := range tc.accept {
+			assert.True(t, c.accepts(s), "%s should accept %s", tc.schema, s)
+		}
+		for _, s := range tc.reject {
+			assert.False(t, c.accepts(s), "%s should reject %s", tc.schema, s)
+		}
+	}
 }
 
 // llamaCases is the part of llamacpp_cases.json these tests read.

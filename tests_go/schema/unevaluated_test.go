@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/schema"
 )
@@ -13,10 +12,7 @@ import (
 // $ref evaluate; where the evaluated set depends on which branch matches (or
 // on not, which evaluates nothing) the grammar stays narrower, never wider.
 func TestUnevaluated(t *testing.T) {
-	cases := []struct {
-		schema         string
-		accept, reject []string
-	}{
+	cases := []schemaCase{
 		{`{"type":"object","properties":{"foo":{"type":"string"}},"allOf":[{"properties":{"bar":{"type":"string"}}}],"unevaluatedProperties":false}`,
 			[]string{`{"foo":"a","bar":"b"}`, `{}`}, []string{`{"foo":"a","baz":1}`, `{"bar":1}`}},
 		{`{"type":"object","$ref":"#/$defs/b","properties":{"foo":{}},"unevaluatedProperties":{"type":"integer"},"$defs":{"b":{"patternProperties":{"^x":{"type":"string"}}}}}`,
@@ -33,15 +29,5 @@ func TestUnevaluated(t *testing.T) {
 	// not evaluates nothing: "a" is unevaluated, and this schema accepts no instance
 	_, _, err := schema.FromJSONSchema([]byte(`{"type":"object","allOf":[{"not":{"properties":{"a":{"type":"string"}}}}],"unevaluatedProperties":false}`))
 	assert.ErrorContains(t, err, `"a" is not allowed`)
-	for _, tc := range cases {
-		g, _, err := schema.FromJSONSchema([]byte(tc.schema))
-		require.NoError(t, err, tc.schema)
-		c := newChecker(t, g)
-		for _, s := range tc.accept {
-			assert.True(t, c.accepts(s), "%s should accept %s", tc.schema, s)
-		}
-		for _, s := range tc.reject {
-			assert.False(t, c.accepts(s), "%s should reject %s", tc.schema, s)
-		}
-	}
+	checkSchemaCases(t, cases)
 }
