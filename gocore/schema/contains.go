@@ -48,14 +48,7 @@ func (c *conv) arrayContainsExpr(o *object, ptr, hint string, minI, maxI int) (s
 			maxI = maxItemsWritten
 		}
 	}
-	var prefix []any
-	if pv, ok := o.get("prefixItems"); ok {
-		prefix, _ = pv.([]any)
-	}
-	items, hasItems := o.get("items")
-	if !hasItems {
-		items = true
-	}
+	prefix, items := itemSchemas(o)
 	var notC any
 	if maxC >= 0 {
 		nc, ok := c.rewriteNot(cv, 1)

@@ -6,6 +6,19 @@ import (
 	"github.com/tetherlm/tether/gocore/gbnf"
 )
 
+// itemSchemas are the schemas of an array's items: prefixItems, then items
+// (true when absent).
+func itemSchemas(o *object) (prefix []any, items any) {
+	if pv, ok := o.get("prefixItems"); ok {
+		prefix, _ = pv.([]any)
+	}
+	items, ok := o.get("items")
+	if !ok {
+		items = true
+	}
+	return prefix, items
+}
+
 // itemState is a state of an automaton that reads an array's items
 // (arrayContainsExpr, arrayUniqueExpr): n items written so far, capped where
 // more no longer matters, and a key of the caller's (matches counted, values

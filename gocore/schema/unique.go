@@ -30,14 +30,7 @@ const (
 // listed in the returned ignored keywords with Narrowed set, whose grammar is
 // linear in the number of values.
 func (c *conv) arrayUniqueExpr(o *object, ptr, hint string, minI, maxI int) (string, bool, error) {
-	var prefix []any
-	if pv, ok := o.get("prefixItems"); ok {
-		prefix, _ = pv.([]any)
-	}
-	items, hasItems := o.get("items")
-	if !hasItems {
-		items = true
-	}
+	prefix, items := itemSchemas(o)
 	// slot s: prefixItems[s], or items for s == len(prefix); nil: no item there
 	var domain []any
 	slotVals := make([][]int, len(prefix)+1)
