@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"encoding/json"
 	"math/big"
 	"strconv"
 )
@@ -208,14 +207,20 @@ func (c *conv) dropSharedTypes(branches []*object) ([]*object, bool) {
 		}
 		return true
 	}
+	pts := make([]map[string]bool, len(branches))
+	for i, b := range branches {
+		if b != nil {
+			pts[i] = c.possibleTypes(b)
+		}
+	}
 	drop := map[string]bool{}
 	for _, kind := range kinds {
 		n, all := 0, true
-		for _, b := range branches {
+		for i, b := range branches {
 			if b == nil {
 				continue
 			}
-			pt := c.possibleTypes(b)
+			pt := pts[i]
 			has := pt[kind] || kind == "number" && (pt["integer"] || pt["fraction"])
 			if !has {
 				continue
@@ -238,7 +243,7 @@ func (c *conv) dropSharedTypes(branches []*object) ([]*object, bool) {
 		if b == nil {
 			continue
 		}
-		pt := c.possibleTypes(b)
+		pt := pts[i]
 		var keep []any
 		for _, kind := range kinds {
 			switch {
@@ -460,46 +465,22 @@ func countsDisjoint(x, y *object, minK, maxK string) bool {
 
 // rangesDisjoint: the numeric bounds of x and y leave no number to both.
 func rangesDisjoint(x, y *object) bool {
-	type end struct {
-		v    *big.Rat
-		excl bool
+	rx, okx := rawBounds(x)
+	ry, oky := rawBounds(y)
+	if !okx || !oky {
+		return false
 	}
-	bound := func(o *object, incl, excl string) *end {
-		var best *end
-		for _, k := range []string{incl, excl} {
-			n, ok := o.vals[k].(json.Number)
-			if !ok {
-				continue
-			}
-			r, ok := ratOf(n)
-			if !ok {
-				return nil
-			}
-			e := &end{r, k == excl}
-			if best == nil {
-				best = e
-				continue
-			}
-			c := r.Cmp(best.v)
-			if k == "exclusiveMinimum" || k == "minimum" {
-				if c > 0 || c == 0 && e.excl {
-					best = e
-				}
-			} else if c < 0 || c == 0 && e.excl {
-				best = e
-			}
-		}
-		return best
-	}
-	below := func(hi, lo *end) bool { // every number <= hi is below every number >= lo
+	xlo, xloExcl, _, xhi, xhiExcl, _ := tighterBounds(rx)
+	ylo, yloExcl, _, yhi, yhiExcl, _ := tighterBounds(ry)
+	// below: every number up to hi is below every number from lo
+	below := func(hi *big.Rat, hiExcl bool, lo *big.Rat, loExcl bool) bool {
 		if hi == nil || lo == nil {
 			return false
 		}
-		c := hi.v.Cmp(lo.v)
-		return c < 0 || c == 0 && (hi.excl || lo.excl)
+		c := hi.Cmp(lo)
+		return c < 0 || c == 0 && (hiExcl || loExcl)
 	}
-	return below(bound(x, "maximum", "exclusiveMaximum"), bound(y, "minimum", "exclusiveMinimum")) ||
-		below(bound(y, "maximum", "exclusiveMaximum"), bound(x, "minimum", "exclusiveMinimum"))
+	return below(xhi, xhiExcl, ylo, yloExcl) || below(yhi, yhiExcl, xlo, xloExcl)
 }
 
 // objectsDisjoint looks for a discriminating property: one that one object

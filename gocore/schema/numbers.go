@@ -992,3 +992,41 @@ func multipleTrie(p *big.Int, d int, nlo, nhi *big.Int, integer bool) *dfa {
 	}
 	return t
 }
+
+// boundKeys are the bound keywords, in the order numericBounds reads them.
+var boundKeys = [4]string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}
+
+// tighterBounds picks the tighter of each pair of bounds rs (indexed as
+// boundKeys; nil: absent), an exclusive one on a tie: the lower bound lo
+// (exclusive or not) read from boundKeys[loK], the upper hi from boundKeys[hiK].
+func tighterBounds(rs [4]*big.Rat) (lo *big.Rat, loExcl bool, loK int, hi *big.Rat, hiExcl bool, hiK int) {
+	lo, loK = rs[0], 0
+	if rs[1] != nil && (lo == nil || rs[1].Cmp(lo) >= 0) {
+		lo, loExcl, loK = rs[1], true, 1
+	}
+	hi, hiK = rs[2], 2
+	if rs[3] != nil && (hi == nil || rs[3].Cmp(hi) <= 0) {
+		hi, hiExcl, hiK = rs[3], true, 3
+	}
+	return lo, loExcl, loK, hi, hiExcl, hiK
+}
+
+// rawBounds reads o's bounds (indexed as boundKeys) for judging, not
+// writing: a bound that is not a number is left out (ok false).
+func rawBounds(o *object) (rs [4]*big.Rat, ok bool) {
+	ok = true
+	for i, k := range boundKeys {
+		v, has := o.get(k)
+		if !has {
+			continue
+		}
+		n, isNum := v.(json.Number)
+		r, good := ratOf(n)
+		if !isNum || !good {
+			ok = false
+			continue
+		}
+		rs[i] = r
+	}
+	return rs, ok
+}

@@ -753,7 +753,7 @@ func (c *conv) bound(o *object, k, ptr string) (*big.Rat, error) {
 
 func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 	var rs [4]*big.Rat
-	for i, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+	for i, k := range boundKeys {
 		r, err := c.bound(o, k, ptr)
 		if err != nil {
 			return "", err
@@ -761,14 +761,8 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 		rs[i] = r
 	}
 	// the tighter of each pair of bounds, and the keyword that wrote it
-	lo, loExcl, loKey := rs[0], false, "minimum"
-	if rs[1] != nil && (lo == nil || rs[1].Cmp(lo) >= 0) {
-		lo, loExcl, loKey = rs[1], true, "exclusiveMinimum"
-	}
-	hi, hiExcl, hiKey := rs[2], false, "maximum"
-	if rs[3] != nil && (hi == nil || rs[3].Cmp(hi) <= 0) {
-		hi, hiExcl, hiKey = rs[3], true, "exclusiveMaximum"
-	}
+	lo, loExcl, loK, hi, hiExcl, hiK := tighterBounds(rs)
+	loKey, hiKey := boundKeys[loK], boundKeys[hiK]
 	// unsatKey names the bounds that no number meets
 	unsatKey := func() string {
 		if lo != nil {

@@ -148,8 +148,8 @@ func (c *conv) finiteValues(s any) ([]any, bool) {
 				case "null":
 					cands = append(cands, nil)
 				case "integer":
-					lo, hi := intBound(f, "minimum", "exclusiveMinimum", 1), intBound(f, "maximum", "exclusiveMaximum", -1)
-					if lo == nil || hi == nil || new(big.Int).Sub(hi, lo).Cmp(big.NewInt(maxFiniteRange)) >= 0 {
+					lo, hi, ok := intRange(f)
+					if !ok || lo == nil || hi == nil || new(big.Int).Sub(hi, lo).Cmp(big.NewInt(maxFiniteRange)) >= 0 {
 						return nil, false
 					}
 					for x := new(big.Int).Set(lo); x.Cmp(hi) <= 0; x.Add(x, big.NewInt(1)) {
@@ -175,27 +175,28 @@ func (c *conv) finiteValues(s any) ([]any, bool) {
 	return nil, false
 }
 
-// intBound is the integer bound of o from an inclusive keyword or an
-// exclusive one (moved by step), nil when neither is an integer.
-func intBound(o *object, incl, excl string, step int64) *big.Int {
-	var best *big.Int
-	for _, k := range []string{incl, excl} {
-		v, ok := o.get(k)
-		n, isNum := v.(json.Number)
-		if !ok || !isNum {
-			continue
-		}
-		r, ok := ratOf(n)
-		if !ok || !r.IsInt() {
-			return nil
-		}
-		b := new(big.Int).Set(r.Num())
-		if k == excl {
-			b.Add(b, big.NewInt(step))
-		}
-		if best == nil || step > 0 && b.Cmp(best) > 0 || step < 0 && b.Cmp(best) < 0 {
-			best = b
+// intRange is o's integer range [lo, hi] from its bounds (nil: unbounded
+// there), ok false when a bound is not an integer.
+func intRange(o *object) (lo, hi *big.Int, ok bool) {
+	rs, ok := rawBounds(o)
+	for _, r := range rs {
+		ok = ok && (r == nil || r.IsInt())
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	rlo, loExcl, _, rhi, hiExcl, _ := tighterBounds(rs)
+	if rlo != nil {
+		lo = new(big.Int).Set(rlo.Num())
+		if loExcl {
+			lo.Add(lo, big.NewInt(1))
 		}
 	}
-	return best
+	if rhi != nil {
+		hi = new(big.Int).Set(rhi.Num())
+		if hiExcl {
+			hi.Sub(hi, big.NewInt(1))
+		}
+	}
+	return lo, hi, true
 }
