@@ -144,19 +144,11 @@ func (c *conv) errorf(keyword, ptr, format string, args ...any) error {
 // remotePointer splits a root pointer into a WithResources document into the
 // document's URI and the pointer inside it.
 func (c *conv) remotePointer(ptr string) (uri, rest string, ok bool) {
-	if !strings.HasPrefix(ptr, remotePrefix) {
+	n, rest, ok := remoteIndex(ptr, len(c.extra))
+	if !ok {
 		return "", "", false
 	}
-	r := ptr[len(remotePrefix):]
-	i := strings.IndexByte(r, '/')
-	if i < 0 {
-		i = len(r)
-	}
-	n, err := strconv.Atoi(r[:i])
-	if err != nil || n < 0 || n >= len(c.extra) {
-		return "", "", false
-	}
-	return c.extra[n].uri, r[i:], true
+	return c.extra[n].uri, rest, true
 }
 
 // unsupported reports a keyword the grammar cannot enforce: an error, or with

@@ -156,16 +156,29 @@ func startOf(root any, extra []resource, p string) (any, string) {
 	if !strings.HasPrefix(p, remotePrefix) {
 		return root, p
 	}
-	rest := p[len(remotePrefix):]
-	i := strings.IndexByte(rest, '/')
-	if i < 0 {
-		i = len(rest)
-	}
-	n, err := strconv.Atoi(rest[:i])
-	if err != nil || n < 0 || n >= len(extra) {
+	n, rest, ok := remoteIndex(p, len(extra))
+	if !ok {
 		return nil, ""
 	}
-	return extra[n].doc, rest[i:]
+	return extra[n].doc, rest
+}
+
+// remoteIndex splits root pointer p into a WithResources document (one of
+// count) into the document's index and the pointer inside it.
+func remoteIndex(p string, count int) (n int, rest string, ok bool) {
+	if !strings.HasPrefix(p, remotePrefix) {
+		return 0, "", false
+	}
+	r := p[len(remotePrefix):]
+	i := strings.IndexByte(r, '/')
+	if i < 0 {
+		i = len(r)
+	}
+	n, err := strconv.Atoi(r[:i])
+	if err != nil || n < 0 || n >= count {
+		return 0, "", false
+	}
+	return n, r[i:], true
 }
 
 // resolveIdentifiers rewrites the references of doc (and of the documents
