@@ -1,12 +1,14 @@
 package engine_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
@@ -216,11 +218,15 @@ func bruteForceDisagreements(m *engine.Matcher, v *vocab.Vocab, mask []uint32, m
 // against the per-token check.
 func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 	v := llama3Vocab(t)
-	type tc struct{ name, src string }
+	type tc struct {
+		name, src string
+		states    int    // walked (0: the default)
+		walk      string // a text walked token by token after the random walk
+	}
 	var cases []tc
 	for _, f := range loadCases(t).GrammarFiles {
 		if f.Name == "c.gbnf" || f.Name == "json.gbnf" {
-			cases = append(cases, tc{f.Name, f.Grammar})
+			cases = append(cases, tc{f.Name, f.Grammar, 0, ""})
 		}
 	}
 	require.Len(t, cases, 2)
@@ -229,12 +235,26 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 		"tags":{"type":"array","items":{"type":"string","minLength":2,"maxLength":150}},
 		"note":{"type":"string","pattern":"^[a-z ]{3,20}$"}},"required":["name","tags","note"]}`))
 	require.NoError(t, err)
+	// the converter's newer grammar shapes: counted hostname labels, e-mail,
+	// the number automata (multipleOf, decimal bounds), uniqueItems and
+	// contains automata, an idn-hostname
+	sch2, _, err := schema.FromJSONSchema([]byte(`{"type":"object","properties":{
+		"host":{"type":"string","format":"hostname"},"mail":{"type":"string","format":"email"},
+		"idn":{"type":"string","format":"idn-hostname"},
+		"n":{"type":"number","minimum":-1.25,"exclusiveMaximum":100,"multipleOf":0.75},
+		"x":{"type":"number","exclusiveMinimum":0.05,"maximum":12.5},
+		"tags":{"type":"array","uniqueItems":true,"items":{"enum":["a","b","c"]}},
+		"c":{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"maxContains":2}},
+		"required":["host","mail","idn","n","x","tags","c"]}`))
+	require.NoError(t, err)
 	cases = append(cases,
-		tc{"schema", sch},
-		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`},
+		tc{"schema", sch, 0, ""},
+		tc{"schema-automata", sch2, 400, `{"host": "api.example-1.com", "mail": "first.last@mail.example.org", "idn": "bücher.example", ` +
+			`"n": 98.25, "x": 0.0501, "tags": ["c", "a"], "c": [1, 7, 2, 5]}`},
+		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`, 0, ""},
 		// Counters (counts above 64 are not unrolled), nested in a group, with
 		// a minimum, ambiguous (two ways through "ab"), and unbounded.
-		tc{"counters", `root ::= ("\"" [^"]{0,100} "\"" | [a-z]{66,70} " " | ("ab" | "a" | "b"){0,80} "." | ("x" [0-9]){65,} ";" | "é"{0,1000000} "!") root?`})
+		tc{"counters", `root ::= ("\"" [^"]{0,100} "\"" | [a-z]{66,70} " " | ("ab" | "a" | "b"){0,80} "." | ("x" [0-9]){65,} ";" | "é"{0,1000000} "!") root?`, 0, ""})
 	states := 60
 	if testing.Short() {
 		states = 12
@@ -248,7 +268,11 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 			require.NoError(t, err)
 			r := rand.New(rand.NewSource(int64(ci)))
 			m := gr.NewMatcher()
-			for s := 0; s < states; s++ {
+			n := states
+			if c.states > 0 && !testing.Short() {
+				n = c.states
+			}
+			for s := 0; s < n; s++ {
 				clear(mask)
 				require.NoError(t, m.FillMask(mask))
 				if bad := bruteForceDisagreements(m, v, mask, nil, s%10 == 0); len(bad) > 0 {
@@ -267,6 +291,33 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 				}
 				require.NoError(t, m.AcceptToken(next))
 			}
+			if c.walk == "" {
+				return
+			}
+			// through every field: the valid instance, each step the longest
+			// allowed token that starts the rest of it, every state checked
+			m.Reset()
+			rest := []byte(c.walk)
+			for step := 0; len(rest) > 0; step++ {
+				clear(mask)
+				require.NoError(t, m.FillMask(mask))
+				if bad := bruteForceDisagreements(m, v, mask, nil, step%10 == 0); len(bad) > 0 {
+					t.Fatalf("walk step %d (at %q): %d disagreements, first: %v", step, rest, len(bad), bad[:min(5, len(bad))])
+				}
+				allowed, err := m.AllowedTokens(nil)
+				require.NoError(t, err)
+				best := -1
+				for _, id := range allowed {
+					tb := v.TokenBytes(id)
+					if len(tb) > 0 && bytes.HasPrefix(rest, tb) && (best < 0 || len(tb) > len(v.TokenBytes(best))) {
+						best = id
+					}
+				}
+				require.GreaterOrEqual(t, best, 0, "no allowed token starts %q", rest)
+				require.NoError(t, m.AcceptToken(best))
+				rest = rest[len(v.TokenBytes(best)):]
+			}
+			assert.True(t, m.CanEnd(), "the valid instance is complete")
 		})
 	}
 }
