@@ -33,6 +33,7 @@ func (c *conv) arrayUniqueExpr(o *object, ptr, hint string, minI, maxI int) (str
 	prefix, items := itemSchemas(o)
 	// slot s: prefixItems[s], or items for s == len(prefix); nil: no item there
 	var domain []any
+	index := map[string]int{} // valueKey -> position in domain
 	slotVals := make([][]int, len(prefix)+1)
 	for s := 0; s <= len(prefix); s++ {
 		sch := items
@@ -47,21 +48,17 @@ func (c *conv) arrayUniqueExpr(o *object, ptr, hint string, minI, maxI int) (str
 			return "", false, nil
 		}
 		for _, v := range vals {
-			i := -1
-			for j, d := range domain {
-				if sameValue(d, v) {
-					i = j
-					break
+			k := valueKey(v)
+			i, seen := index[k]
+			if !seen {
+				if len(domain) == maxUniqueDomain {
+					return "", false, nil // too many values to write
 				}
-			}
-			if i < 0 {
 				i = len(domain)
+				index[k] = i
 				domain = append(domain, v)
 			}
 			slotVals[s] = append(slotVals[s], i)
-		}
-		if len(domain) > maxUniqueDomain {
-			return "", false, nil
 		}
 	}
 	exact := len(domain) <= maxUniqueExact
@@ -160,9 +157,15 @@ func (c *conv) finiteValues(s any) ([]any, bool) {
 				}
 			}
 		}
+		rest := f // the candidates are f's enum/const values: check the rest of f
+		if ok {
+			rest = f.clone()
+			rest.del("enum")
+			rest.del("const")
+		}
 		var out []any
 		for _, v := range cands {
-			ok, decided := c.checkConst(v, f, 0)
+			ok, decided := c.checkConst(v, rest, 0)
 			if !decided {
 				return nil, false
 			}
