@@ -46,7 +46,8 @@ FASTPATH_SOURCES := $(wildcard bindings/_fastpath/*.go bindings/_fastpath/*.c)
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench bench-py bench-model bench-peers peers-env vllm-env test-vllm
+        tools rustlib venv tokenizers native bench bench-py bench-model bench-peers peers-env vllm-env test-vllm \
+        cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -57,6 +58,8 @@ help:
 	@echo "make test-vllm  the vLLM environment (cached), then tether inside vLLM: offline and server"
 	@echo "make bench   Go benchmarks"
 	@echo "make bench-peers  tether (Go and Python) against llguidance and xgrammar on the MaskBench dev split"
+	@echo "make build-cuda  build/bin/tether-cuda (CUDA engine; built here with pip CUDA wheels, runs where a GPU is)"
+	@echo "make cuda-check-bundle  build/cuda-check/: what the GPU machine runs (bash build/cuda-check/run.sh)"
 	@echo "make clean   remove build output in this clone (the cache in $(CACHE) stays)"
 
 setup: tools rustlib venv tokenizers native
@@ -148,11 +151,62 @@ build: $(BIN)/tether
 $(BIN)/tether: $(GO_SOURCES) $(RUST_STAMP)
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go build -o $@ ./gocore/cmd/tether
 
+# ---- CUDA (optional engine; built and vetted here without a GPU) --------------------------
+# The toolkit comes from pinned pip wheels (tools/cuda/requirements-cu1{2,3}.txt) into
+# $(CACHE)/cuda/<key>, ~35 s cold: nvcc 13.0 and cuBLAS 13, CUDA 12.9's cuda.h (which
+# gorgonia.org/cu v0.9.6 compiles against) and a link stub of libcuda.so.1. The kernels'
+# fatbin is committed (gocore/model/cuda/kernels.fatbin), so only `make cuda-kernels`
+# needs nvcc; test-cuda-build (part of `make test`) vets and links the cuda-tagged code,
+# checks that the committed fatbin is what nvcc makes of the committed kernels.cu, and
+# checks that tether-cuda fails clearly on a machine without the driver.
+CUDA_KEY := $(shell (cat tools/cuda/requirements-cu13.txt tools/cuda/requirements-cu12.txt tools/cuda/install_toolkit.sh tools/cuda/make_libcuda_stub.sh; uname -m) | sha256sum | cut -c1-16)
+CUDA_DIR := $(CACHE)/cuda/$(CUDA_KEY)
+CUDA_N13 := $(CUDA_DIR)/cu13/nvidia/cu13
+CUDA_N12 := $(CUDA_DIR)/cu12/nvidia
+NVCC     := $(CUDA_N13)/bin/nvcc
+CUDA_ENV := CGO_CFLAGS="-I$(CUDA_N12)/cuda_runtime/include -I$(CUDA_N12)/cuda_nvcc/include -I$(CUDA_N12)/cuda_cccl/include -I$(CUDA_DIR)/include-cublas -Wno-deprecated-declarations" \
+            CGO_LDFLAGS="-L$(ROOT)/build/lib -L$(CUDA_DIR)/linklib -Wl,-rpath-link,$(CUDA_N13)/lib"
+CUDA_PKGS := ./gocore/model/cuda/ ./tests_go/modelcuda/ ./gocore/cmd/tether/
+CUDA_SRC  := $(wildcard gocore/model/cuda/*.go gocore/model/cuda/kernels.*)
+
+cuda-toolkit: $(CUDA_DIR)/.complete
+$(CUDA_DIR)/.complete:
+	@mkdir -p $(CACHE)/cuda
+	flock $(CACHE)/cuda/.lock bash -euc '[ -f $@ ] || { tools/cuda/install_toolkit.sh $(CUDA_DIR) $(PYTHON) && touch $@; }'
+
+# Regenerates gocore/model/cuda/kernels.fatbin and kernels_hash.go from kernels.cu.
+cuda-kernels: cuda-toolkit
+	tools/cuda/build_kernels.sh $(NVCC) gocore/model/cuda
+
+build-cuda: $(BIN)/tether-cuda
+$(BIN)/tether-cuda: $(GO_SOURCES) $(CUDA_SRC) $(RUST_STAMP) | cuda-toolkit
+	$(CUDA_ENV) go build -tags cuda -o $@ ./gocore/cmd/tether
+
+test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda
+	@mkdir -p build/cuda
+	tools/cuda/build_kernels.sh $(NVCC) gocore/model/cuda $(ROOT)/build/cuda/kernels.fatbin
+	cmp build/cuda/kernels.fatbin gocore/model/cuda/kernels.fatbin || \
+	  { echo "gocore/model/cuda/kernels.fatbin is not what nvcc makes of kernels.cu: run make cuda-kernels"; exit 1; }
+	$(CUDA_ENV) go vet -tags cuda -unsafeptr=false $(CUDA_PKGS)
+	$(CUDA_ENV) go test -tags cuda -c -o build/cuda/modelcuda.test ./tests_go/modelcuda/
+	@readelf -d $(BIN)/tether-cuda | grep -q 'libcuda.so.1' && readelf -d $(BIN)/tether-cuda | grep -q 'libcublas.so.13'
+	@out=$$($(BIN)/tether-cuda generate --device cuda --model . --prompt x 2>&1) && \
+	  { echo "tether-cuda ran without a CUDA driver: $$out"; exit 1; } || true; \
+	 echo "$$out" | grep -qE 'libcuda.so.1|libcublas.so.13|CUDA' || { echo "tether-cuda without a driver: unclear error: $$out"; exit 1; }; \
+	 echo "tether-cuda without a driver fails with: $$out"
+
+# Everything the GPU machine needs, in build/cuda-check/ (no links, < 60 MiB); run there:
+#   bash build/cuda-check/run.sh
+cuda-check-bundle: $(BIN)/tether-cuda tokenizers
+	@mkdir -p build/cuda
+	$(CUDA_ENV) go test -tags cuda -c -o build/cuda/modelcuda.test ./tests_go/modelcuda/
+	bash tests_cuda/bundle.sh build/cuda-check $(BIN)/tether-cuda build/cuda/modelcuda.test build/tokenizers
+
 # ---- Tests ------------------------------------------------------------------------------
 export TETHER_TOKENIZERS := $(ROOT)/build/tokenizers
 
 # test-py includes tests_py/test_notebooks.py, which executes every notebook with nbclient.
-test: setup build test-go test-py
+test: setup build test-go test-cuda-build test-py
 
 # -unsafeptr=false: bindings/ turns caller-owned buffer addresses (uintptr) into
 # pointers on purpose; that is the documented data path, used during a call only.

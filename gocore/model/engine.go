@@ -83,3 +83,30 @@ type Engine interface {
 	// Close releases what the engine holds (device memory, worker goroutines).
 	Close() error
 }
+
+// StepEngine is an Engine that runs the operations of one forward call as a unit, so
+// that an accelerator engine can record a decode step once and replay it (a CUDA
+// graph) instead of launching each operation from the host. The forward pass calls
+// Step with a closure that issues the call's operations; everything else about the
+// operations is as in Engine.
+type StepEngine interface {
+	Engine
+	// Step runs ops, the engine calls of one forward call, and returns once their host
+	// outputs (the logits) are written. Within ops, Rows receives st.IDs, RoPE st.Cos
+	// and st.Sin, and Attention st.Pos0 and st.KV; an engine may replay a recording of
+	// an earlier call with the same st.Seq and len(st.IDs) instead of running ops,
+	// with only these inputs changed.
+	Step(st *Step, ops func() error) error
+}
+
+// Step describes one forward call to a StepEngine.
+type Step struct {
+	// Seq identifies the sequence and the kind of call: calls with equal Seq (a
+	// comparable value) and equal len(IDs) issue the same operations on the same
+	// activations and host outputs.
+	Seq      any
+	IDs      []int     // the call's tokens
+	Pos0     int       // the position of IDs[0] in the cache
+	Cos, Sin []float32 // the rotary angles of the call's positions, as RoPE takes them
+	KV       KV        // the sequence's cache
+}

@@ -348,40 +348,59 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 	for t := 0; t < n; t++ {
 		m.rope.CosSin(pos0+t, s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half])
 	}
-	if err := e.Rows(b.x, m.embed, ids); err != nil {
-		return err
-	}
-	for li := range m.layers {
-		ly := &m.layers[li]
-		steps := [...]func() error{
-			func() error {
-				return e.NormMatMul([]*tensor.Dense{b.q, b.k, b.v}, b.x, ly.attnNorm, eps, []Linear{ly.q, ly.k, ly.v})
-			},
-			func() error { return e.RoPE(b.q, hd, s.cos, s.sin) },
-			func() error { return e.RoPE(b.k, hd, s.cos, s.sin) },
-			func() error { return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0) },
-			func() error { return e.Residual(b.x, b.att, ly.o) },
-			func() error { return e.NormSwiGLU(b.g, b.x, ly.mlpNorm, eps, ly.gate, ly.up) },
-			func() error { return e.Residual(b.x, b.g, ly.down) },
+	ops := func() error {
+		if err := e.Rows(b.x, m.embed, ids); err != nil {
+			return err
 		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
+		for li := range m.layers {
+			ly := &m.layers[li]
+			steps := [...]func() error{
+				func() error {
+					return e.NormMatMul([]*tensor.Dense{b.q, b.k, b.v}, b.x, ly.attnNorm, eps, []Linear{ly.q, ly.k, ly.v})
+				},
+				func() error { return e.RoPE(b.q, hd, s.cos, s.sin) },
+				func() error { return e.RoPE(b.k, hd, s.cos, s.sin) },
+				func() error { return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0) },
+				func() error { return e.Residual(b.x, b.att, ly.o) },
+				func() error { return e.NormSwiGLU(b.g, b.x, ly.mlpNorm, eps, ly.gate, ly.up) },
+				func() error { return e.Residual(b.x, b.g, ly.down) },
+			}
+			for _, step := range steps {
+				if err := step(); err != nil {
+					return err
+				}
 			}
 		}
+		if allLogits {
+			return e.NormMatMul([]*tensor.Dense{b.logits}, b.x, m.norm, eps, []Linear{{W: m.lmHead}})
+		}
+		if err := e.RMSNorm(b.h, b.x, m.norm, eps); err != nil {
+			return err
+		}
+		return e.MatVec(s.lastLogits, b.h, m.lmHead)
+	}
+	var err error
+	if se, ok := e.(StepEngine); ok {
+		st := &Step{Seq: stepKey{s, allLogits}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
+		err = se.Step(st, ops)
+	} else {
+		err = ops()
+	}
+	if err != nil {
+		return err
 	}
 	s.pos += n
 	if allLogits {
-		if err := e.NormMatMul([]*tensor.Dense{b.logits}, b.x, m.norm, eps, []Linear{{W: m.lmHead}}); err != nil {
-			return err
-		}
 		copy(s.pending, b.logits.Float32s()[(n-1)*c.VocabSize:])
-		return nil
 	}
-	if err := e.RMSNorm(b.h, b.x, m.norm, eps); err != nil {
-		return err
-	}
-	return e.MatVec(s.lastLogits, b.h, m.lmHead)
+	return nil
+}
+
+// stepKey is a State's StepEngine sequence key: the operations of a call depend on
+// whether it returns every position's logits.
+type stepKey struct {
+	s   *State
+	all bool
 }
 
 func firstErr(errs ...error) error {

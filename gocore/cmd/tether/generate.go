@@ -57,6 +57,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	noSpecial := fs.Bool("no-special", false, "encode the prompt without special tokens (BOS)")
 	threads := fs.Int("threads", 0, "goroutines per matrix product (0: GOMAXPROCS)")
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: prefill multiplies in bf16 as PyTorch does (AVX512-BF16 CPUs; about twice as fast there), not exactly in float32")
+	device := deviceFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, stop reason, speeds) instead of streaming text")
 	logitsPath := fs.String("logits", "", "sample from recorded logits instead of a model: little-endian float32 rows of --n-vocab values, one row per step; prints {\"ids\": [...]}")
 	tokPath := fs.String("tokenizer", "", "with --logits: a tokenizer.json, to tokenize DRY sequence breakers")
@@ -116,7 +117,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
 	}
-	g, err := generate.Load(*dir, mopts...)
+	dopts, release, err := deviceEngine(*device)
+	if err != nil {
+		return err
+	}
+	defer release()
+	g, err := generate.Load(*dir, append(mopts, dopts...)...)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

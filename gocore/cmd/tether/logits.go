@@ -25,6 +25,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	idsFlag := fs.String("ids", "", "comma-separated token ids (required)")
 	out := fs.String("out", "", "output file (required)")
 	threads := fs.Int("threads", 0, "goroutines per product (0: GOMAXPROCS)")
+	device := deviceFlag(fs)
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -40,7 +41,12 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
 	}
-	m, err := model.Load(*dir, mopts...)
+	dopts, release, err := deviceEngine(*device)
+	if err != nil {
+		return err
+	}
+	defer release()
+	m, err := model.Load(*dir, append(mopts, dopts...)...)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -1,0 +1,321 @@
+// Kernels of the CUDA engine (gocore/model/cuda). `make cuda-kernels` compiles this
+// file with the pip CUDA toolchain into kernels.fatbin (sm_80 and sm_90 SASS, compute_80
+// PTX for newer GPUs), which is committed and embedded, so no Go build needs nvcc;
+// kernels_hash.go records the SHA-256 of this file and of the fatbin, and a test in
+// `make test` fails when they no longer match.
+//
+// Conventions: activations are row-major float32; a weight matrix is row-major
+// [rows, cols] (Hugging Face's [out_features, in_features]) in bfloat16 (uint16 bit
+// patterns) or float32; vectors (norm weights, biases) are float32. Every kernel takes
+// its sizes as arguments and bounds-checks its own indices. Positions that change from
+// one decode step to the next (pos0) are read from device memory, so a captured CUDA
+// graph replays with new values without being re-captured.
+
+#include <stdint.h>
+
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ float bf16_to_f32(uint16_t h) {
+    return __uint_as_float(((uint32_t)h) << 16);
+}
+
+// Round to nearest even, as PyTorch's float -> bfloat16 conversion does.
+__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0) {
+        return (uint16_t)((u >> 16) | 0x0040u);  // quiet NaN
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+
+// block_sum returns the sum of v over the block (blockDim.x a multiple of 32, at most
+// 1024) to every thread; sh holds 32 floats.
+__device__ float block_sum(float v, float *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // sh may still be read by a previous call
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    v = lane < nwarps ? sh[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+__device__ float block_max(float v, float *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    v = lane < nwarps ? sh[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// gelu_pytorch_tanh: 0.5 g (1 + tanh(√(2/π) (g + 0.044715 g³))).
+__device__ __forceinline__ float gelu_tanh(float g) {
+    const float k = 0.7978845608028654f;
+    return 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g)));
+}
+
+__device__ __forceinline__ float act_mul(int act, float g, float u) {
+    return (act == 1 ? gelu_tanh(g) : silu(g)) * u;
+}
+
+// ---- norms -----------------------------------------------------------------------------
+
+// rmsnorm: out[r, :] = x[xrow0 + r, :] / sqrt(mean(x²) + eps) * w, one block per row.
+// groups > 1 normalizes each row as groups consecutive slices of cols/groups values
+// (per-head norms): grid (rows, groups), cols is the slice length.
+extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w, float eps,
+                                   int cols, int ld, int xrow0) {
+    __shared__ float sh[32];
+    int r = blockIdx.x, g = blockIdx.y;
+    const float *xr = x + (size_t)(xrow0 + r) * ld + (size_t)g * cols;
+    float *outr = out + (size_t)r * ld + (size_t)g * cols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += xr[c] * xr[c];
+    ss = block_sum(ss, sh);
+    float inv = 1.0f / sqrtf(ss / (float)cols + eps);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) outr[c] = xr[c] * inv * w[c];
+}
+
+// ---- products --------------------------------------------------------------------------
+
+// One warp per output row o: y = Σ_i W[o,i]·x[i] + bias[o] (bias may be null). mode 0
+// stores y, mode 1 adds it to out[o] (the residual stream). Vector loads when cols is a
+// multiple of 8 (every row then starts 16-byte aligned).
+__device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int cols, int lane) {
+    float acc = 0.0f;
+    if ((cols & 7) == 0) {
+        const uint4 *w4 = (const uint4 *)w;
+        const float4 *x4 = (const float4 *)x;
+        int n8 = cols >> 3;
+        for (int j = lane; j < n8; j += 32) {
+            uint4 p = __ldg(w4 + j);
+            float4 a = x4[2 * j], b = x4[2 * j + 1];
+            acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
+            acc += __uint_as_float(p.y << 16) * a.z + __uint_as_float(p.y & 0xffff0000u) * a.w;
+            acc += __uint_as_float(p.z << 16) * b.x + __uint_as_float(p.z & 0xffff0000u) * b.y;
+            acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
+        }
+    } else {
+        for (int i = lane; i < cols; i += 32) acc += bf16_to_f32(w[i]) * x[i];
+    }
+    return warp_sum(acc);
+}
+
+__device__ __forceinline__ float dot_f32(const float *w, const float *x, int cols, int lane) {
+    float acc = 0.0f;
+    if ((cols & 3) == 0) {
+        const float4 *w4 = (const float4 *)w;
+        const float4 *x4 = (const float4 *)x;
+        int n4 = cols >> 2;
+        for (int j = lane; j < n4; j += 32) {
+            float4 p = __ldg(w4 + j), a = x4[j];
+            acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
+        }
+    } else {
+        for (int i = lane; i < cols; i += 32) acc += w[i] * x[i];
+    }
+    return warp_sum(acc);
+}
+
+__device__ __forceinline__ void store(float *out, int o, float y, const float *bias, int mode) {
+    if (bias) y += bias[o];
+    if (mode == 1) y += out[o];
+    out[o] = y;
+}
+
+extern "C" __global__ void matvec_bf16(float *out, const float *x, const uint16_t *w,
+                                       const float *bias, int rows, int cols, int mode) {
+    int lane = threadIdx.x & 31;
+    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (o >= rows) return;
+    float y = dot_bf16(w + (size_t)o * cols, x, cols, lane);
+    if (lane == 0) store(out, o, y, bias, mode);
+}
+
+extern "C" __global__ void matvec_f32(float *out, const float *x, const float *w,
+                                      const float *bias, int rows, int cols, int mode) {
+    int lane = threadIdx.x & 31;
+    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (o >= rows) return;
+    float y = dot_f32(w + (size_t)o * cols, x, cols, lane);
+    if (lane == 0) store(out, o, y, bias, mode);
+}
+
+// The gated MLP's first half for one token: out[o] = act(g·x + bg) ⊙ (u·x + bu), act 0
+// silu (SwiGLU), 1 tanh-GELU (GeGLU).
+extern "C" __global__ void matvec_glu_bf16(float *out, const float *x, const uint16_t *wg,
+                                           const uint16_t *wu, const float *bg, const float *bu,
+                                           int rows, int cols, int act) {
+    int lane = threadIdx.x & 31;
+    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (o >= rows) return;
+    float g = dot_bf16(wg + (size_t)o * cols, x, cols, lane);
+    float u = dot_bf16(wu + (size_t)o * cols, x, cols, lane);
+    if (lane == 0) {
+        if (bg) g += bg[o];
+        if (bu) u += bu[o];
+        out[o] = act_mul(act, g, u);
+    }
+}
+
+extern "C" __global__ void matvec_glu_f32(float *out, const float *x, const float *wg,
+                                          const float *wu, const float *bg, const float *bu,
+                                          int rows, int cols, int act) {
+    int lane = threadIdx.x & 31;
+    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (o >= rows) return;
+    float g = dot_f32(wg + (size_t)o * cols, x, cols, lane);
+    float u = dot_f32(wu + (size_t)o * cols, x, cols, lane);
+    if (lane == 0) {
+        if (bg) g += bg[o];
+        if (bu) u += bu[o];
+        out[o] = act_mul(act, g, u);
+    }
+}
+
+// ---- elementwise helpers of the batched (cuBLAS) path -------------------------------------
+
+// y[r, c] += b[c] for an n×cols activation.
+extern "C" __global__ void add_bias(float *y, const float *b, long long n, int cols) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += b[i % cols];
+}
+
+// out[i] = act(g[i]) * u[i].
+extern "C" __global__ void glu(float *out, const float *g, const float *u, long long n, int act) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = act_mul(act, g[i], u[i]);
+}
+
+// out[i] = bf16(x[i]), the inputs of a bf16 product.
+extern "C" __global__ void to_bf16(uint16_t *out, const float *x, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = f32_to_bf16(x[i]);
+}
+
+// x[i] *= s.
+extern "C" __global__ void scale(float *x, float s, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+
+// ---- embedding, rotary embedding -------------------------------------------------------------
+
+// dst[t, :] = W[ids[t], :], one block per row t.
+extern "C" __global__ void rows_bf16(float *dst, const uint16_t *w, const int *ids, int cols) {
+    int t = blockIdx.x;
+    const uint16_t *src = w + (size_t)ids[t] * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = bf16_to_f32(src[c]);
+}
+
+extern "C" __global__ void rows_f32(float *dst, const float *w, const int *ids, int cols) {
+    int t = blockIdx.x;
+    const float *src = w + (size_t)ids[t] * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = src[c];
+}
+
+// Rotates every head of every row t of x (n rows of cols values, heads of headDim, the
+// rotate_half pairing: i with i + headDim/2) by cos/sin[t*half + i]; one thread per pair.
+extern "C" __global__ void rope(float *x, const float *cos, const float *sin, int n, int cols,
+                                int headDim) {
+    int half = headDim >> 1;
+    long long pairs = (long long)n * (cols / headDim) * half;
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= pairs) return;
+    int i = (int)(p % half);
+    long long head = p / half;  // over all rows
+    int perRow = cols / headDim;
+    int t = (int)(head / perRow);
+    float *h = x + (size_t)t * cols + (size_t)(head % perRow) * headDim;
+    float c = cos[t * half + i], s = sin[t * half + i];
+    float x0 = h[i], x1 = h[i + half];
+    h[i] = x0 * c - x1 * s;
+    h[i + half] = x1 * c + x0 * s;
+}
+
+// ---- attention over the device KV cache --------------------------------------------------------
+
+// Writes the n rows of k and v into the layer's cache at positions *pos0 .. *pos0+n-1.
+extern "C" __global__ void kv_store(float *kc, float *vc, const float *k, const float *v,
+                                    const int *pos0, int n, int kvDim) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)n * kvDim) return;
+    size_t dst = (size_t)(*pos0) * kvDim + i;
+    kc[dst] = k[i];
+    vc[dst] = v[i];
+}
+
+// scores[t, h, p] = scale · q[t0+t, h]·k[p, h/group] for p <= *pos0 + t0 + t (and, with a
+// window w > 0, p > *pos0 + t0 + t - w), one warp per (t, h, p). grid (ceil(ppos/8), heads,
+// rows); positions past the row's limit do nothing.
+extern "C" __global__ void attn_scores(float *scores, const float *q, const float *kc,
+                                       const int *pos0, int t0, int heads, int kvHeads,
+                                       int headDim, int ppos, float scale, int window) {
+    int lane = threadIdx.x & 31;
+    int p = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int h = blockIdx.y, t = blockIdx.z;
+    int last = *pos0 + t0 + t;
+    if (p > last || p >= ppos) return;
+    if (window > 0 && p <= last - window) return;
+    int kvh = h / (heads / kvHeads);
+    const float *qr = q + ((size_t)(t0 + t) * heads + h) * headDim;
+    const float *kr = kc + ((size_t)p * kvHeads + kvh) * headDim;
+    float acc = 0.0f;
+    for (int d = lane; d < headDim; d += 32) acc += qr[d] * kr[d];
+    acc = warp_sum(acc);
+    if (lane == 0) scores[((size_t)t * heads + h) * ppos + p] = acc * scale;
+}
+
+// out[t0+t, h, :] = Σ_p softmax(scores[t, h, :])_p · v[p, h/group, :] over the row's
+// positions; one block per (h, t), blockDim.x = 256 split into 256/headDim groups of
+// headDim threads that take every groups-th position (headDim <= 256).
+extern "C" __global__ void attn_av(float *out, float *scores, const float *vc, const int *pos0,
+                                   int t0, int heads, int kvHeads, int headDim, int ppos,
+                                   int window) {
+    __shared__ float sh[32];
+    __shared__ float part[256];
+    int h = blockIdx.x, t = blockIdx.y;
+    int last = *pos0 + t0 + t;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    float *s = scores + ((size_t)t * heads + h) * ppos;
+    float m = -INFINITY;
+    for (int p = first + threadIdx.x; p <= last; p += blockDim.x) m = fmaxf(m, s[p]);
+    m = block_max(m, sh);
+    float sum = 0.0f;
+    for (int p = first + threadIdx.x; p <= last; p += blockDim.x) {
+        float e = expf(s[p] - m);
+        s[p] = e;
+        sum += e;
+    }
+    sum = block_sum(sum, sh);  // its barriers also publish the s[p] writes
+    int groups = blockDim.x / headDim;
+    int g = threadIdx.x / headDim, d = threadIdx.x % headDim;
+    int kvh = h / (heads / kvHeads);
+    float acc = 0.0f;
+    if (g < groups) {
+        for (int p = first + g; p <= last; p += groups)
+            acc += s[p] * vc[((size_t)p * kvHeads + kvh) * headDim + d];
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x < headDim) {
+        float a = 0.0f;
+        for (int j = 0; j < groups; j++) a += part[j * headDim + threadIdx.x];
+        out[((size_t)(t0 + t) * heads + h) * headDim + threadIdx.x] = a / sum;
+    }
+}

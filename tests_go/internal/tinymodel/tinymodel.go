@@ -1,0 +1,135 @@
+// Package tinymodel writes small random-weight Llama-family checkpoints (config.json and
+// a hand-written model.safetensors, f32 or bf16) for tests that need a model directory
+// without Python.
+package tinymodel
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Config is the shape of the model to write.
+type Config struct {
+	Hidden, Inter, Layers, Heads, KVHeads, Vocab int
+	MaxPositions                                 int  // default 512
+	Tie, QKVBias                                 bool // tied embeddings; q/k/v biases (Qwen2)
+	BF16                                         bool // store weights as bfloat16 (rounded to nearest even)
+}
+
+type tensor struct {
+	name  string
+	shape []int
+	vals  []float32
+}
+
+// Write writes dir/config.json and dir/model.safetensors with weights drawn from a
+// normal distribution seeded by seed.
+func Write(dir string, c Config, seed uint64) error {
+	if c.MaxPositions == 0 {
+		c.MaxPositions = 512
+	}
+	arch := "LlamaForCausalLM"
+	if c.QKVBias {
+		arch = "Qwen2ForCausalLM"
+	}
+	cfg := map[string]any{
+		"architectures": []string{arch}, "hidden_size": c.Hidden, "intermediate_size": c.Inter,
+		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
+		"vocab_size": c.Vocab, "max_position_embeddings": c.MaxPositions, "rms_norm_eps": 1e-5,
+		"rope_theta": 10000.0, "tie_word_embeddings": c.Tie, "hidden_act": "silu",
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	rnd := func(name string, scale, mean float32, shape ...int) tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = mean + scale*float32(r.NormFloat64())
+		}
+		return tensor{name, shape, v}
+	}
+	hd := c.Hidden / c.Heads
+	ts := []tensor{rnd("model.embed_tokens.weight", 0.5, 0, c.Vocab, c.Hidden)}
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		ts = append(ts,
+			rnd(p+"input_layernorm.weight", 0.1, 1, c.Hidden),
+			rnd(p+"post_attention_layernorm.weight", 0.1, 1, c.Hidden),
+			rnd(p+"self_attn.q_proj.weight", 0.2, 0, c.Heads*hd, c.Hidden),
+			rnd(p+"self_attn.k_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
+			rnd(p+"self_attn.v_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
+			rnd(p+"self_attn.o_proj.weight", 0.2, 0, c.Hidden, c.Heads*hd),
+			rnd(p+"mlp.gate_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+			rnd(p+"mlp.up_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+			rnd(p+"mlp.down_proj.weight", 0.2, 0, c.Hidden, c.Inter))
+		if c.QKVBias {
+			ts = append(ts,
+				rnd(p+"self_attn.q_proj.bias", 0.1, 0, c.Heads*hd),
+				rnd(p+"self_attn.k_proj.bias", 0.1, 0, c.KVHeads*hd),
+				rnd(p+"self_attn.v_proj.bias", 0.1, 0, c.KVHeads*hd))
+		}
+	}
+	ts = append(ts, rnd("model.norm.weight", 0.1, 1, c.Hidden))
+	if !c.Tie {
+		ts = append(ts, rnd("lm_head.weight", 0.5, 0, c.Vocab, c.Hidden))
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+	return writeSafetensors(filepath.Join(dir, "model.safetensors"), ts, c.BF16)
+}
+
+// writeSafetensors writes the format: an 8-byte little-endian header length, the JSON
+// header padded with spaces to a multiple of 8, then the tensors' bytes in order.
+func writeSafetensors(path string, ts []tensor, bf16 bool) error {
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	dtype := "F32"
+	if bf16 {
+		dtype = "BF16"
+	}
+	for _, t := range ts {
+		start := len(data)
+		for _, v := range t.vals {
+			if bf16 {
+				data = binary.LittleEndian.AppendUint16(data, BF16(v))
+			} else {
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+			}
+		}
+		header[t.name] = map[string]any{"dtype": dtype, "shape": t.shape, "data_offsets": []int{start, len(data)}}
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(append(out, h...), data...)
+	return os.WriteFile(path, out, 0o644)
+}
+
+// BF16 rounds v to bfloat16 (nearest even), returning its bits.
+func BF16(v float32) uint16 {
+	u := math.Float32bits(v)
+	if v != v {
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
