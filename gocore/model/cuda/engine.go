@@ -163,6 +163,11 @@ func New(o Options) (eng model.Engine, err error) {
 	if e.ctx, err = e.dev.RetainPrimaryCtx(); err != nil {
 		return nil, fmt.Errorf("cuda: cuDevicePrimaryCtxRetain: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			e.release()
+		}
+	}()
 	if err = cu.SetCurrentContext(e.ctx); err != nil {
 		return nil, fmt.Errorf("cuda: cuCtxSetCurrent: %w", err)
 	}
@@ -1187,6 +1192,12 @@ func (e *Engine) Close() error {
 		return nil // already closed
 	}
 	defer e.leave()
+	e.release()
+	return nil
+}
+
+// release frees what New and the engine's calls made, as far as they got.
+func (e *Engine) release() {
 	for _, g := range e.graphs {
 		_ = graphDestroy(g.exec)
 	}
@@ -1210,10 +1221,15 @@ func (e *Engine) Close() error {
 	if e.devParams != 0 {
 		_ = cu.MemFree(e.devParams)
 	}
-	_ = blasDestroy(e.blas)
-	_ = e.stream.Destroy()
-	_ = e.mod.Unload()
+	if e.blas != 0 {
+		_ = blasDestroy(e.blas)
+	}
+	if streamHandle(&e.stream) != 0 {
+		_ = e.stream.Destroy()
+	}
+	if e.mod != (cu.Module{}) {
+		_ = e.mod.Unload()
+	}
 	_ = e.dev.ReleasePrimaryCtx()
 	e.closed = true
-	return nil
 }
