@@ -74,7 +74,7 @@ type Engine struct {
 }
 
 type kernels struct {
-	rmsnorm, matvecBF16, matvecF32, gluBF16, gluF32, addBias, glu, toBF16, scale,
+	rmsnorm, matvecBF16, matvecF32, matvec3BF16, matvec3F32, gluBF16, gluF32, addBias, glu, toBF16, scale,
 	rowsBF16, rowsF32, rope, kvStore, attnScores, attnAV cu.Function
 }
 
@@ -184,6 +184,7 @@ func New(o Options) (eng model.Engine, err error) {
 		name string
 	}{
 		{&e.k.rmsnorm, "rmsnorm"}, {&e.k.matvecBF16, "matvec_bf16"}, {&e.k.matvecF32, "matvec_f32"},
+		{&e.k.matvec3BF16, "matvec3_bf16"}, {&e.k.matvec3F32, "matvec3_f32"},
 		{&e.k.gluBF16, "matvec_glu_bf16"}, {&e.k.gluF32, "matvec_glu_f32"}, {&e.k.addBias, "add_bias"},
 		{&e.k.glu, "glu"}, {&e.k.toBF16, "to_bf16"}, {&e.k.scale, "scale"}, {&e.k.rowsBF16, "rows_bf16"},
 		{&e.k.rowsF32, "rows_f32"}, {&e.k.rope, "rope"}, {&e.k.kvStore, "kv_store"},
@@ -628,6 +629,11 @@ func (e *Engine) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, normW model.W
 		if err != nil {
 			return err
 		}
+		if n == 1 && len(ls) <= 3 {
+			if ok, err := e.fusedMatVecs(dsts, h, cols, ls); ok || err != nil {
+				return err
+			}
+		}
 		for i, l := range ls {
 			cw, err := e.weight("normmatmul", l.W)
 			if err != nil {
@@ -655,6 +661,51 @@ func (e *Engine) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, normW model.W
 		}
 		return nil
 	})
+}
+
+// fusedMatVecs runs up to three single-row projections into device activations in
+// one launch; ok is false (and nothing ran) when they do not qualify (mixed dtypes, a
+// host output).
+func (e *Engine) fusedMatVecs(dsts []*tensor.Dense, h cu.DevicePtr, cols int, ls []model.Linear) (bool, error) {
+	var args []any
+	var bf16 bool
+	rows := 0
+	for i, l := range ls {
+		cw, err := e.weight("normmatmul", l.W)
+		if err != nil {
+			return false, err
+		}
+		if cw.cols != cols {
+			return false, fmt.Errorf("cuda: normmatmul %q [%d %d]: x has %d columns", cw.name, cw.rows, cw.cols, cols)
+		}
+		if i == 0 {
+			bf16 = cw.bf16
+		}
+		if cw.bf16 != bf16 || dsts[i] == nil || !dsts[i].IsManuallyManaged() {
+			return false, nil
+		}
+		b, err := e.vector("normmatmul bias", l.B, cw.rows)
+		if err != nil {
+			return false, err
+		}
+		dp, dn, dc, err := e.act("normmatmul output", dsts[i])
+		if err != nil {
+			return false, err
+		}
+		if dn*dc != cw.rows {
+			return false, fmt.Errorf("cuda: normmatmul: destination %v, want 1×%d values", dsts[i].Shape(), cw.rows)
+		}
+		args = append(args, dp, cw.ptr, b, cw.rows)
+		rows += cw.rows
+	}
+	for len(args) < 12 {
+		args = append(args, cu.DevicePtr(0), cu.DevicePtr(0), cu.DevicePtr(0), 0)
+	}
+	f := e.k.matvec3F32
+	if bf16 {
+		f = e.k.matvec3BF16
+	}
+	return true, e.launch(f, (rows+warpRows-1)/warpRows, 1, 1, threads, append([]any{h, cols}, args...)...)
 }
 
 // NormSwiGLU computes dst = silu(h·gateᵀ + bg) ⊙ (h·upᵀ + bu), h = RMSNorm(x).

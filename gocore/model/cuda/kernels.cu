@@ -156,6 +156,33 @@ extern "C" __global__ void matvec_f32(float *out, const float *x, const float *w
     if (lane == 0) store(out, o, y, bias, mode);
 }
 
+// Up to three projections of the same input in one launch (attention's q, k and v):
+// global row o runs over r0 rows of w0, then r1 of w1, then r2 of w2 (r1, r2 may be 0).
+#define MATVEC3(NAME, T, DOT)                                                                   \
+    extern "C" __global__ void NAME(const float *x, int cols, float *o0, const T *w0,          \
+                                    const float *b0, int r0, float *o1, const T *w1,           \
+                                    const float *b1, int r1, float *o2, const T *w2,           \
+                                    const float *b2, int r2) {                                 \
+        int lane = threadIdx.x & 31;                                                           \
+        int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        float *out;                                                                            \
+        const T *w;                                                                            \
+        const float *b;                                                                        \
+        if (o < r0) {                                                                          \
+            out = o0, w = w0, b = b0;                                                          \
+        } else if ((o -= r0) < r1) {                                                           \
+            out = o1, w = w1, b = b1;                                                          \
+        } else if ((o -= r1) < r2) {                                                           \
+            out = o2, w = w2, b = b2;                                                          \
+        } else {                                                                               \
+            return;                                                                            \
+        }                                                                                      \
+        float y = DOT(w + (size_t)o * cols, x, cols, lane);                                    \
+        if (lane == 0) store(out, o, y, b, 0);                                                 \
+    }
+MATVEC3(matvec3_bf16, uint16_t, dot_bf16)
+MATVEC3(matvec3_f32, float, dot_f32)
+
 // The gated MLP's first half for one token: out[o] = act(g·x + bg) ⊙ (u·x + bu), act 0
 // silu (SwiGLU), 1 tanh-GELU (GeGLU).
 extern "C" __global__ void matvec_glu_bf16(float *out, const float *x, const uint16_t *wg,

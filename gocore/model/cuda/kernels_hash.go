@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "3bc4dcf95a590f395507ee514e8efcf63db2bdb5fa76db6d9fabe403b823dae8"
-	KernelsFatbinSHA256 = "435b8b7594eeadb0a51cbc67575f871dc48824795711d7af65f937aef914c981"
+	KernelsSourceSHA256 = "2fa4668e2084c8c91bceafd747ce2f6e55b1ea0406f55a26d2026de868b2ab65"
+	KernelsFatbinSHA256 = "13e79df678e7b3d5899174f82f4af6f68fa05c601cde7ab963a979de507a619e"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )
