@@ -174,9 +174,11 @@ $(CUDA_DIR)/.complete:
 	@mkdir -p $(CACHE)/cuda
 	flock $(CACHE)/cuda/.lock bash -euc '[ -f $@ ] || { tools/cuda/install_toolkit.sh $(CUDA_DIR) $(PYTHON) && touch $@; }'
 
-# Regenerates gocore/model/cuda/kernels.fatbin and kernels_hash.go from kernels.cu.
+# Regenerates the committed fatbins (and their hash records) from their sources: the
+# model engine's kernels and the Python processor's mask kernel.
+CUDA_KERNELS := gocore/model/cuda/kernels.cu python/tether/cuda/apply_bitmask.cu
 cuda-kernels: cuda-toolkit
-	tools/cuda/build_kernels.sh $(NVCC) gocore/model/cuda
+	for k in $(CUDA_KERNELS); do tools/cuda/build_kernels.sh $(NVCC) $$k; done
 
 build-cuda: $(BIN)/tether-cuda
 $(BIN)/tether-cuda: $(GO_SOURCES) $(CUDA_SRC) $(RUST_STAMP) | cuda-toolkit
@@ -184,9 +186,11 @@ $(BIN)/tether-cuda: $(GO_SOURCES) $(CUDA_SRC) $(RUST_STAMP) | cuda-toolkit
 
 test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda
 	@mkdir -p build/cuda
-	tools/cuda/build_kernels.sh $(NVCC) gocore/model/cuda $(ROOT)/build/cuda/kernels.fatbin
-	cmp build/cuda/kernels.fatbin gocore/model/cuda/kernels.fatbin || \
-	  { echo "gocore/model/cuda/kernels.fatbin is not what nvcc makes of kernels.cu: run make cuda-kernels"; exit 1; }
+	for k in $(CUDA_KERNELS); do \
+	  tools/cuda/build_kernels.sh $(NVCC) $$k $(ROOT)/build/cuda/check.fatbin; \
+	  cmp build/cuda/check.fatbin $${k%.cu}.fatbin || \
+	    { echo "$${k%.cu}.fatbin is not what nvcc makes of $$k: run make cuda-kernels"; exit 1; }; \
+	done
 	$(CUDA_ENV) go vet -tags cuda -unsafeptr=false $(CUDA_PKGS)
 	$(CUDA_ENV) go test -tags cuda -c -o build/cuda/modelcuda.test ./tests_go/modelcuda/
 	@readelf -d $(BIN)/tether-cuda | grep -q 'libcuda.so.1' && readelf -d $(BIN)/tether-cuda | grep -q 'libcublas.so.13'
@@ -246,6 +250,7 @@ wheel: rustlib tools tokenizers venv
 	 cd $$tmp && $$tmp/venv/bin/python -c 'import tether, sys; \
 	   t = tether.Tokenizer.from_file(sys.argv[1]); ids = t.encode("Hello, world!"); \
 	   assert ids == [9906, 11, 1917, 0] and t.decode(ids) == "Hello, world!", ids; \
+	   import pathlib; assert (pathlib.Path(tether.__file__).parent / "cuda" / "apply_bitmask.fatbin").is_file(), "no fatbin in the wheel"; \
 	   print("wheel ok: tether", tether.__version__, "from", tether.__file__)' $(ROOT)/build/tokenizers/llama3/tokenizer.json; \
 	 site=$$($$tmp/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
 	 deps=$$($(DEPS_DIR)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \

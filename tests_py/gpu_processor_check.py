@@ -10,11 +10,16 @@ build/tokenizers/llama3 after `make setup`). What it does:
    of 4, left padding), sampling (num_return_sequences=3) and beam search (3 beams) with a
    random-weight Llama-shaped model in bf16 and the real Llama-3 tokenizer; every output
    must be JSON that the schema accepts, ended by EOS.
+1c. The one-kernel path (tether/_cuda.py reads the pinned bitmask in one kernel) and the
+   torch path (TETHER_CUDA_KERNEL=0: copy, unpack, masked_fill) refuse exactly the same
+   scores in float32, bfloat16 and float16; on cuda the one-kernel path must be the one
+   that ran.
 2. Per-step cost of the processor on device scores, against xgrammar's HF processor
    on the same scores: a decode loop of random float32 scores [1, 128256] on the device,
    argmax of the processed scores appended each step (the tokens follow the grammar),
    synchronised before and after each step; baseline = the same loop without a processor.
    Both processors see the same scores, so equal masks give equal token sequences.
+   tether is timed on both device paths (tether: one kernel; tether-torchpath).
 """
 
 import json
@@ -111,6 +116,29 @@ api_bad += torch.isfinite(one).nonzero().flatten().cpu().tolist() != want
 print("bitmask API on", dev, "rows that differ from the matchers' allowed sets:", api_bad, flush=True)
 fails += api_bad
 
+# 1c. the one-kernel path (tether/_cuda.py: the pinned bitmask read by one kernel) and
+# the torch path (copy, unpack, masked_fill) mask exactly the same scores, per dtype.
+import tether.processors as tp  # noqa: E402
+
+kernel_bad = 0
+for dtype in (torch.float32, torch.bfloat16, torch.float16):
+    outs = {}
+    for one in (True, False):
+        tp._ONE_KERNEL = one
+        p = tether.JSONSchemaLogitsProcessor(SCHEMA, tok, eos_token_id=[eos], whitespace="compact")
+        ids = tok(['{"name":"ab', '{"age":1'], return_tensors="pt", padding=True)["input_ids"].to(dev)
+        scores = torch.randn(2, V + 64, device=dev, generator=torch.Generator(device=dev).manual_seed(5)).to(dtype)
+        outs[one] = torch.isinf(p(ids, scores)).cpu()
+    tp._ONE_KERNEL = True
+    kernel_bad += not torch.equal(outs[True], outs[False])
+    print(f"one-kernel vs torch path, {dtype}: {'same' if torch.equal(outs[True], outs[False]) else 'DIFFERENT'} "
+          f"masks ({int(outs[True].sum())} refused)", flush=True)
+if dev == "cuda":
+    print("one-kernel path:", "used" if tether._cuda.reason() is None else f"unavailable: {tether._cuda.reason()}", flush=True)
+else:
+    print("one-kernel path: not applicable (scores on the cpu: both rows above are the cpu path)", flush=True)
+fails += kernel_bad + (tether._cuda.reason() is not None and dev == "cuda")
+
 # 2. per-step cost on device scores
 import xgrammar as xgr  # noqa: E402
 
@@ -152,13 +180,26 @@ for _ in range(2):  # warm up all three
     loop(lambda: tproc, seqs=2)
     loop(lambda: tproc_in, seqs=2)
     loop(lambda: xgr.contrib.hf.LogitsProcessor(compiled), seqs=2)
+def torch_path(p):
+    tp._ONE_KERNEL = False
+    return p
+
+
+def one_kernel(p):
+    tp._ONE_KERNEL = True
+    return p
+
+
 res = {}
-for name, make in [("none", lambda: None), ("tether", lambda: tproc), ("tether-inplace", lambda: tproc_in),
+for name, make in [("none", lambda: None), ("tether", lambda: one_kernel(tproc)),
+                   ("tether-inplace", lambda: one_kernel(tproc_in)),
+                   ("tether-torchpath", lambda: torch_path(tproc)),
                    ("xgrammar", lambda: xgr.contrib.hf.LogitsProcessor(compiled)),
                    ("none2", lambda: None)]:
     res[name] = loop(make)
 base = statistics.median(res["none"][0] + res["none2"][0])
-for name in ("tether", "tether-inplace", "xgrammar"):
+tp._ONE_KERNEL = True
+for name in ("tether", "tether-inplace", "tether-torchpath", "xgrammar"):
     t = sorted(res[name][0])
     med, p90 = statistics.median(t), t[int(0.9 * (len(t) - 1))]
     outs = res[name][1]

@@ -7,12 +7,14 @@ only when a processor class is first used), so ``import tether`` works without t
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import _cuda
 from ._errors import GrammarError, TetherError
 from ._native_call import call, native
 from .bitmask import _refused
@@ -40,6 +42,9 @@ except Exception:  # pragma: no cover - ImportError, or transformers without tor
 
 # generate calls every processor from LogitsProcessorList.__call__, and makes a new
 # LogitsProcessorList for every call: that object names the generate call.
+# Scores on a CUDA device get the bitmask in one kernel (tether/_cuda.py) unless
+# TETHER_CUDA_KERNEL=0 asks for the torch path (copy, unpack, masked_fill).
+_ONE_KERNEL = os.environ.get("TETHER_CUDA_KERNEL", "1") != "0"
 _LIST_CALL_CODE = getattr(getattr(_LogitsProcessorList, "__call__", None), "__code__", None)
 
 _MODE_FREE, _MODE_BEGIN, _MODE_STEP = 0, 1, 2
@@ -379,6 +384,15 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 buf.data_ptr() + r0 * words * 4, per * words, width,
                 error=TetherError,
             )
+        if scores.device.type == "cuda" and _ONE_KERNEL and _cuda.reason() is None:
+            # One kernel reads the pinned words through the device mapping and writes
+            # -inf in place (tether/_cuda.py); False: it cannot run here, take torch's.
+            out = scores if self.inplace else scores.clone()
+            if _cuda.apply(out, buf, width):
+                if stream.copied is None:
+                    stream.copied = torch.cuda.Event()
+                stream.copied.record(torch.cuda.current_stream(scores.device))
+                return out
         on_device = buf.to(scores.device, non_blocking=True)
         if scores.device.type == "cuda":
             if stream.copied is None:

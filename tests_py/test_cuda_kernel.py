@@ -1,0 +1,33 @@
+"""The processor's one-kernel CUDA path (tether/_cuda.py), as far as a machine without a
+GPU can check it: the committed fatbin is what `make cuda-kernels` made from the
+committed source, it ships in the package, and scores that are not on a CUDA device
+never reach the driver. The kernel itself runs in the device check
+(tests_py/gpu_processor_check.py, section 1c and the step timings)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import torch
+
+import tether
+from tether import _cuda
+
+KDIR = Path(tether.__file__).parent / "cuda"
+
+
+def test_committed_fatbin_is_built_from_committed_source() -> None:
+    want = dict(reversed(line.split()) for line in (KDIR / "apply_bitmask.sha256").read_text().splitlines())
+    assert set(want) == {"apply_bitmask.cu", "apply_bitmask.fatbin"}
+    for name, digest in want.items():
+        got = hashlib.sha256((KDIR / name).read_bytes()).hexdigest()
+        assert got == digest, f"{name} changed since the fatbin was built: run make cuda-kernels"
+
+
+def test_cpu_scores_do_not_touch_the_driver() -> None:
+    scores = torch.zeros(2, 64)
+    mask = torch.zeros(2, 2, dtype=torch.int32)
+    assert _cuda.apply(scores, mask, 64) is False
+    assert torch.count_nonzero(scores) == 0
+    assert _cuda._state["lib"] is None  # libcuda.so.1 was never loaded
