@@ -47,7 +47,7 @@ NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
         tools rustlib venv tokenizers native bench bench-py bench-model bench-peers peers-env vllm-env test-vllm \
-        cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle
+        cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle vllm-venv bench-vllm
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -57,6 +57,7 @@ help:
 	@echo "make wheel   build dist/tether-*.whl; install and test it where Go, cargo and cc are hidden"
 	@echo "make test-vllm  the vLLM environment (cached), then tether inside vLLM: offline and server"
 	@echo "make bench   Go benchmarks"
+	@echo "make bench-vllm  tether vs xgrammar vs guidance as vLLM's structured-output backend (CPU vLLM)"
 	@echo "make bench-peers  tether (Go and Python) against llguidance and xgrammar on the MaskBench dev split"
 	@echo "make build-cuda  build/bin/tether-cuda (CUDA engine; built here with pip CUDA wheels, runs where a GPU is)"
 	@echo "make cuda-check-bundle  build/cuda-check/: what the GPU machine runs (bash build/cuda-check/run.sh)"
@@ -289,15 +290,24 @@ vllm-env:
 # Offline LLM and the OpenAI server on 127.0.0.1, each a mixed batch of tether-constrained
 # and free requests, every constrained output checked (json + jsonschema, re.fullmatch,
 # the GBNF matcher); prints tok/s with and without tether from the same run.
-test-vllm: dist/.built vllm-env tokenizers
+vllm-venv: dist/.built vllm-env tokenizers
 	rm -rf $(VLLM_VENV)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	@site=$$($(VLLM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
 	 deps=$$($(VLLM_DIR)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
 	 echo "import site; site.addsitedir('$$deps')" > $$site/00-vllm-deps.pth
 	$(VLLM_VENV)/bin/python -m pip install --no-input -q --no-deps --no-index $(WHEEL_GLOB)
+
+test-vllm: vllm-venv
 	cd tests_vllm && VLLM_ENABLE_V1_MULTIPROCESSING=0 OMP_NUM_THREADS=1 TETHER_TOKENIZERS=$(ROOT)/build/tokenizers \
 	  $(VLLM_VENV)/bin/python -m pytest -q -s -p no:cacheprovider --rootdir=. .
+
+# tether against vLLM's xgrammar (its default) and guidance backends on CPU vLLM: the same
+# batch of MaskBench dev-split schemas, output tok/s, cold time to first token (compile
+# included) and validity of every output, same run (~10 min). BENCH_VLLM_ARGS, e.g.
+# "--schemas 24 --max-tokens 64": see tests_vllm/bench_vllm.py.
+bench-vllm: vllm-venv
+	cd tests_vllm && TETHER_TOKENIZERS=$(ROOT)/build/tokenizers nice $(VLLM_VENV)/bin/python bench_vllm.py $(BENCH_VLLM_ARGS)
 
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
