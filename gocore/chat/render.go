@@ -180,6 +180,14 @@ func (t *Template) Render(messages []Message, opts Options) (string, error) {
 		return jinja.NewString(s), nil
 	})
 
+	data[tojsonFunc] = jinja.NewCallable("tojson", tojson)
+	data[printFunc] = jinja.NewCallable("print", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 {
+			return jinja.Undefined(), errors.New("print takes one value")
+		}
+		return jinja.NewString(pyStr(args[0])), nil
+	})
+
 	out, err := t.jt.RenderValues(data)
 	if err != nil {
 		if raised != nil {

@@ -264,8 +264,19 @@ type Template struct {
 }
 
 // Compile parses a chat template. Syntax errors are a *TemplateError with the line.
+//
+// The text is rewritten before it is compiled so that tojson and printed values follow
+// Python (see rewrite.go); line numbers do not change. A template that formats strings
+// with Python's % operator is refused: the library would render it wrongly.
 func Compile(source string) (*Template, error) {
-	jt, err := jinja.Compile(source)
+	text, percentLine, err := rewrite(source)
+	if err != nil {
+		text = source // an unclosed tag: the library reports it
+	} else if percentLine > 0 {
+		return nil, &TemplateError{Line: percentLine, Stage: "parsing",
+			Msg: "Python's % string formatting ('...' % x) is not supported by the Go template library"}
+	}
+	jt, err := jinja.Compile(text)
 	if err != nil {
 		return nil, templateError(err, "parsing", source)
 	}
