@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -221,8 +220,7 @@ func raiseLine(src, msg string) int {
 	line := 0
 	for _, m := range raiseCallRE.FindAllStringSubmatchIndex(src, -1) {
 		lit := src[m[2]:m[3]]
-		text, err := strconv.Unquote(`"` + strings.ReplaceAll(lit[1:len(lit)-1], `"`, `\"`) + `"`)
-		if err != nil || text != msg {
+		if pyUnescape(lit[1:len(lit)-1]) != msg {
 			continue
 		}
 		if line != 0 {

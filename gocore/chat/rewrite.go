@@ -54,15 +54,21 @@ var (
 type rewriteState struct {
 	src          string
 	out          strings.Builder
-	pendingLines int  // newlines removed since the last tag written
-	lineStarting bool // the last piece consumed ended with a newline
+	pendingLines int   // newlines removed since the last tag written
+	lineStarting bool  // the last piece consumed ended with a newline
+	open         []int // lines of the blocks open
 }
 
-// rewrite turns a template into the text given to the library (see above). It also
-// returns the line of the first string literal followed by a % operator (Python string
-// formatting, which the library gets wrong), 0 if none. It fails on a tag, comment or
-// raw block that is not closed.
-func rewrite(source string) (string, int, error) {
+// rewritten is a template as given to the library.
+type rewritten struct {
+	text         string
+	percentLine  int // line of the first string literal followed by % (Python string formatting), 0 if none
+	unclosedLine int // line of the innermost block left open, 0 if none
+}
+
+// rewrite turns a template into the text given to the library (see above). It fails on
+// a tag, comment or raw block that is not closed.
+func rewrite(source string) (rewritten, error) {
 	lines := newlineRE.Split(source, -1)
 	if len(lines) > 1 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1] // keep_trailing_newline=False
@@ -75,7 +81,11 @@ func rewrite(source string) (string, int, error) {
 		loc := tagOpenerRE.FindStringIndex(src[pos:])
 		if loc == nil {
 			st.text(src[pos:])
-			return st.out.String(), percentLine, nil
+			r := rewritten{text: st.out.String(), percentLine: percentLine}
+			if n := len(st.open); n > 0 {
+				r.unclosedLine = st.open[n-1]
+			}
+			return r, nil
 		}
 		open := pos + loc[0]
 		kind := src[open+1]
@@ -90,7 +100,7 @@ func rewrite(source string) (string, int, error) {
 		case kind == '#':
 			q := strings.Index(src[open+2:], "#}")
 			if q < 0 {
-				return "", 0, fmt.Errorf("line %d: comment not closed", line)
+				return rewritten{}, fmt.Errorf("line %d: comment not closed", line)
 			}
 			endMark := open + 2 + q
 			st.pendingLines += strings.Count(src[open:endMark], "\n")
@@ -105,7 +115,7 @@ func rewrite(source string) (string, int, error) {
 			}
 			e := rawEndRE.FindStringSubmatchIndex(src[begin:])
 			if e == nil {
-				return "", 0, fmt.Errorf("line %d: raw block not closed", line)
+				return rewritten{}, fmt.Errorf("line %d: raw block not closed", line)
 			}
 			var endSign byte
 			if e[3] > e[2] {
@@ -126,7 +136,7 @@ func rewrite(source string) (string, int, error) {
 			}
 			endMark, ok := tagEnd(src, codeStart, closer)
 			if !ok {
-				return "", 0, fmt.Errorf("line %d: tag not closed", line)
+				return rewritten{}, fmt.Errorf("line %d: tag not closed", line)
 			}
 			codeEnd := endMark
 			endSign := byte(0)
@@ -138,16 +148,18 @@ func rewrite(source string) (string, int, error) {
 			if percentLine == 0 && formatsString(code) {
 				percentLine = line
 			}
+			if kind == '%' {
+				st.track(code, line)
+			}
 			code = pyStrings(rewriteFilters(code))
 			if kind == '{' && strings.TrimSpace(code) != "" {
 				lead := len(code) - len(strings.TrimLeft(code, " \t\n"))
 				trail := len(strings.TrimRight(code, " \t\n"))
 				code = code[:lead] + printFunc + "((" + code[lead:trail] + "))" + code[trail:]
 			}
+			st.flushLines()
 			st.out.WriteString(src[open : open+2])
-			st.out.WriteString(strings.Repeat("\n", st.pendingLines))
-			st.pendingLines = 0
-			st.out.WriteString(" " + code + " ")
+			st.out.WriteString(" " + splitBraces(code) + " ")
 			st.out.WriteString(closer)
 			pos = st.afterEnd(endMark, 2, endSign, kind == '%')
 		}
@@ -200,11 +212,58 @@ func (st *rewriteState) skipSpace(pos int) int {
 	return len(st.src) - len(rest)
 }
 
+// flushLines writes the newlines whitespace control removed as a comment, so that the
+// next tag starts on its line in the library's count.
+func (st *rewriteState) flushLines() {
+	if st.pendingLines > 0 {
+		st.out.WriteString("{#" + strings.Repeat("\n", st.pendingLines) + "#}")
+		st.pendingLines = 0
+	}
+}
+
+// blockTags are the statements that open a block closed by "end" + the name.
+var blockTags = map[string]bool{"if": true, "for": true, "macro": true, "call": true, "filter": true,
+	"block": true, "generation": true, "set": true}
+
+// track follows which blocks are open, to give the line of one left unclosed.
+func (st *rewriteState) track(code string, line int) {
+	fields := strings.Fields(code)
+	if len(fields) == 0 {
+		return
+	}
+	word := fields[0]
+	switch {
+	case word == "set" && strings.Contains(code, "="):
+		// {% set x = ... %} opens no block
+	case blockTags[word]:
+		st.open = append(st.open, line)
+	case strings.HasPrefix(word, "end") && blockTags[word[3:]] && len(st.open) > 0:
+		st.open = st.open[:len(st.open)-1]
+	}
+}
+
+// splitBraces puts a space between two closing braces outside string literals: the
+// library ends an output tag at the first "}}", even inside a dict literal.
+func splitBraces(code string) string {
+	if !strings.Contains(code, "}}") {
+		return code
+	}
+	var b strings.Builder
+	for _, t := range lex(code) {
+		if t.kind == '}' && strings.HasSuffix(b.String(), "}") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t.text)
+	}
+	return b.String()
+}
+
 // text writes literal template text as an output tag with a string literal.
 func (st *rewriteState) text(s string) {
 	if s == "" {
 		return
 	}
+	st.flushLines()
 	st.out.WriteString("{{ ")
 	st.out.WriteString(libString(s, true))
 	st.out.WriteString(" }}")

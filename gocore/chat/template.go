@@ -269,16 +269,21 @@ type Template struct {
 // Python (see rewrite.go); line numbers do not change. A template that formats strings
 // with Python's % operator is refused: the library would render it wrongly.
 func Compile(source string) (*Template, error) {
-	text, percentLine, err := rewrite(source)
-	if err != nil {
-		text = source // an unclosed tag: the library reports it
-	} else if percentLine > 0 {
-		return nil, &TemplateError{Line: percentLine, Stage: "parsing",
-			Msg: "Python's % string formatting ('...' % x) is not supported by the Go template library"}
-	}
-	jt, err := jinja.Compile(text)
+	rw, err := rewrite(source)
 	if err != nil {
 		return nil, templateError(err, "parsing", source)
+	}
+	if rw.percentLine > 0 {
+		return nil, &TemplateError{Line: rw.percentLine, Stage: "parsing",
+			Msg: "Python's % string formatting ('...' % x) is not supported by the Go template library"}
+	}
+	jt, err := jinja.Compile(rw.text)
+	if err != nil {
+		te := templateError(err, "parsing", source)
+		if te.Line == 0 && strings.HasPrefix(te.Msg, "unclosed") {
+			te.Line = rw.unclosedLine
+		}
+		return nil, te
 	}
 	return &Template{Source: source, jt: jt}, nil
 }
