@@ -358,6 +358,46 @@ def test_generate_stops_on_generation_config_eos_ids(tiny_llama3: Path, tmp_path
     assert res["stop"] == "eog"
 
 
+# ---- Jinja2 semantics the Go side rewrites for (gocore/chat/rewrite.go) ----
+
+SEMANTIC_MESSAGES = [
+    {"role": "user", "content": "hi <b> & \u2028 x", "n": 21.5, "one": 1.0, "small": 1e-05, "big": 1e20,
+     "k": {"z": 1, "a": [1, 2.5, None, True, "s'q\"d"]}},
+    {"role": "assistant", "content": "ok", "reasoning": "because"},
+]
+
+SEMANTIC_TEMPLATES = {
+    "tojson": "{{ messages[0] | tojson }}",
+    "tojson_indent": "{% for m in messages %}{{ m | tojson(indent=4) }}{% endfor %}",
+    "tojson_options": "{{ messages[0].k | tojson(separators=(',', ':'), sort_keys=true) }}{{ messages[0] | tojson(ensure_ascii=true) }}",
+    "tojson_chain": "{{ messages | map(attribute='role') | list | tojson }}{{ (messages[0].k | tojson)[:5] }}",
+    "print_values": "{{ messages[0].n }} {{ messages[0].one }} {{ messages[0].big }} {{ none }} {{ messages[0].k.a }} {{ messages[0].k }}",
+    "string_filter": "{{ '<' ~ messages[0].one | string ~ '>' }}{{ messages[0].k.a[2] | string }}",
+    "reasoning_alias": "{% for m in messages %}{{ m.thinking }}|{{ m.reasoning_content }}|{{ m.keys() | list }};{% endfor %}",
+    "whitespace_across_output": "{%- for m in messages -%}\n  {{ m.role }}: {{ m.content }}{%- if not loop.last %}, {% endif -%}\n{%- endfor -%}",
+    "lstrip_trim": "{% for m in messages %}\n    {% if m.role == 'user' %}\n  U {{ m.content }}\n    {% else %}\n  A {{ m.content }}\n    {%- endif %}\n{% endfor %}\n",
+    "plus_marks": "  {%+ if true %}x{% endif +%}\n{{ 'y' }}   {% if true %}z{% endif %}",
+    "comments_raw": "{# one #}\n  {#- two -#}  a{% raw %} {{ not code }} {% endraw %}\n{#- three #}b",
+    "newlines": "a\r\nb\rc{{ 'd' }}\n\n",
+    "string_escapes": "{{ 'tab\\tnl\\nq\\'u\\u00e9\\x41\\\\' }}|{{ \"dq\\\"\" }}",
+    "dict_literal": "{{ {'a': {'b': [1, {'c': 2}]}} | tojson }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEMANTIC_TEMPLATES))
+def test_jinja2_semantics_match_transformers(name: str, tmp_path: Path) -> None:
+    src = SEMANTIC_TEMPLATES[name]
+    want = hf_tokenizer("llama3").apply_chat_template(SEMANTIC_MESSAGES, chat_template=src, tokenize=False)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>"}))
+    (d / "chat_template.jinja").write_bytes(src.encode())
+    mf = tmp_path / "messages.json"
+    mf.write_text(json.dumps(SEMANTIC_MESSAGES))
+    got = tether_ok("chat-template", "--model", str(d), "--messages", str(mf), "--no-generation-prompt").decode()
+    assert got == want
+
+
 # ---- errors ----
 
 
@@ -401,3 +441,19 @@ def test_bad_messages_file(tmp_path: Path, content: str, message: str) -> None:
     proc = run_tether("chat-template", "--model", str(model_dir("qwen3")), "--messages", str(mf))
     assert proc.returncode == 2
     assert message in proc.stderr.decode()
+
+
+def test_generate_chat_usage_errors(tmp_path: Path) -> None:
+    """Checked before the model loads: the tokenizer folders have no weights."""
+    llama3 = str(model_dir("llama3"))
+    for args, message in [
+        (["--model", llama3, "--prompt", "hi", "--chat", "--user", "hi"], "one of --prompt and --chat"),
+        (["--model", llama3, "--chat"], "--chat needs a conversation"),
+        (["--model", llama3, "--user", "hi", "--messages", "x.json"], "give --messages or --system/--user/--assistant, not both"),
+        (["--model", llama3, "--user", "hi", "--enable-thinking", "--no-thinking"], "not both"),
+        (["--model", llama3, "--user", "hi", "--chat-var", "effort=low"], "is not JSON"),
+        (["--model", str(tokenizer_path("llama2", "tokenizer_config.json").parent), "--chat", "--user", "hi"], "no chat template"),
+    ]:
+        proc = run_tether("generate", *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert message in proc.stderr.decode(), (args, proc.stderr)
