@@ -80,14 +80,14 @@ func addChatFlags(fs *flag.FlagSet, withChat bool) *chatFlags {
 		cf.chat = fs.Bool("chat", false, "prompt with the model's chat template: the conversation is --system/--user/--assistant or --messages, and the rendered prompt is encoded without adding special tokens")
 	}
 	cf.system = fs.String("system", "", "chat: the system message (first)")
-	fs.Var(&turnFlag{cf, "user"}, "user", "chat: a user message (repeatable; --user and --assistant keep their command-line order)")
-	fs.Var(&turnFlag{cf, "assistant"}, "assistant", "chat: an assistant message (repeatable)")
+	fs.Var(&turnFlag{cf, "user"}, "user", "chat: a user message `TEXT` (repeatable; --user and --assistant keep their command-line order)")
+	fs.Var(&turnFlag{cf, "assistant"}, "assistant", "chat: an assistant message `TEXT` (repeatable)")
 	cf.messages = fs.String("messages", "", "chat: a JSON file (- for stdin) with the conversation: a list of {\"role\", \"content\"} objects (other fields, e.g. tool_calls, are passed to the template)")
 	cf.tools = fs.String("tools", "", "chat: a JSON file with a list of tool (function) schemas for templates that take tools")
-	cf.template = fs.String("template", "", "chat: the name of the template to use when the model has several (default: tool_use with --tools if present, else default)")
+	cf.template = fs.String("template", "", "chat: the template to use when the model has several (empty: tool_use with --tools if the model has it, else default)")
 	cf.thinking = fs.Bool("enable-thinking", false, "chat: enable_thinking=true (Qwen3-style templates)")
 	cf.noThink = fs.Bool("no-thinking", false, "chat: enable_thinking=false (Qwen3-style templates: an empty <think></think> block)")
-	fs.Var(&cf.vars, "chat-var", "chat: a further template variable NAME=JSON, e.g. reasoning_effort=\"low\" (repeatable)")
+	fs.Var(&cf.vars, "chat-var", "chat: a further template variable `NAME=JSON`, e.g. reasoning_effort=\"low\" (repeatable)")
 	return cf
 }
 
