@@ -36,7 +36,6 @@ var specialTokenNames = []string{"bos_token", "eos_token", "unk_token", "sep_tok
 type Templates struct {
 	sources map[string]string
 	names   []string // sorted
-	file    string   // where the templates were read
 	special []Var
 }
 
@@ -61,7 +60,6 @@ func Load(dir string) (*Templates, error) {
 		if t, err = FromTokenizerConfig(cfg); err != nil {
 			return nil, err
 		}
-		t.file = filepath.Join(dir, TokenizerConfigFile)
 	case errors.Is(err, os.ErrNotExist):
 		t = &Templates{sources: map[string]string{}}
 	default:
@@ -90,10 +88,7 @@ func Load(dir string) (*Templates, error) {
 	}
 	if len(files) > 0 {
 		// Template files take priority over the templates in tokenizer_config.json.
-		t.sources, t.file = files, filepath.Join(dir, TemplateFile)
-		if _, ok := files["default"]; !ok || len(files) > 1 {
-			t.file = dir
-		}
+		t.sources = files
 		t.sortNames()
 	}
 	if len(t.sources) == 0 {
