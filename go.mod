@@ -1,6 +1,6 @@
 module github.com/tetherlm/tether
 
-go 1.24
+go 1.26.0
 
 tool (
 	github.com/go-python/gopy
@@ -8,6 +8,7 @@ tool (
 )
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/daulet/tokenizers v1.22.1
 	github.com/stretchr/testify v1.12.1
 	gorgonia.org/cu v0.9.6
@@ -32,9 +33,11 @@ require (
 	github.com/xtgo/set v1.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
-	golang.org/x/mod v0.23.0 // indirect
-	golang.org/x/sync v0.11.0 // indirect
-	golang.org/x/tools v0.30.0 // indirect
+	golang.org/x/mod v0.35.0 // indirect
+	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/sys v0.43.0 // indirect
+	golang.org/x/telemetry v0.0.0-20260409153401-be6f6cb8b1fa // indirect
+	golang.org/x/tools v0.44.1-0.20260420230617-19499e7caabc // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	gonum.org/v1/gonum v0.11.0 // indirect
 	google.golang.org/protobuf v1.28.0 // indirect

@@ -31,13 +31,15 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("generate", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tether generate --model DIR --prompt TEXT [flags]\n"+
+			"       tether generate --model DIR --chat [--system TEXT] --user TEXT [--assistant TEXT --user TEXT ...] [flags]\n"+
 			"       tether generate --logits FILE --n-vocab N [--tokenizer tokenizer.json] [sampler flags]\n\n"+
 			"Sampler flags carry llama.cpp's names and defaults; the chain is logit-bias, then --samplers\n"+
 			"in order, then dist (mirostat 1 or 2 replaces the middle). Flags:")
 		printFlags(stderr, fs)
 	}
 	dir := fs.String("model", "", "Hugging Face model directory: config.json, *.safetensors, tokenizer.json (required unless --logits)")
-	prompt := fs.String("prompt", "", "prompt text (required with --model)")
+	prompt := fs.String("prompt", "", "prompt text (required with --model, unless --chat)")
+	cf := addChatFlags(fs, true)
 	grammarPath := fs.String("grammar", "", "constrain the output with a GBNF grammar file")
 	root := fs.String("root", "root", "the grammar's start rule")
 	schemaPath := fs.String("json-schema", "", "constrain the output with a JSON Schema file")
@@ -70,8 +72,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	promptSet := false
 	fs.Visit(func(f *flag.Flag) { promptSet = promptSet || f.Name == "prompt" })
-	if *dir == "" || !promptSet {
-		return usageError("--model and --prompt are required")
+	if *dir == "" || promptSet == cf.enabled() {
+		return usageError("--model and one of --prompt and --chat are required")
 	}
 	var c generate.Constraint
 	n := 0
@@ -113,6 +115,13 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return usageError("--preserved-token applies to lazy grammars: give a --grammar-trigger-* flag or --after")
 	}
 
+	if cf.enabled() { // the template writes the special tokens: encode without adding them, as transformers does
+		text, err := chatPrompt(*dir, cf)
+		if err != nil {
+			return err
+		}
+		*prompt, *noSpecial = text, true
+	}
 	mopts := []model.Option{model.WithThreads(*threads)}
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
