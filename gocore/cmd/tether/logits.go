@@ -21,7 +21,7 @@ func init() {
 // of every position as little-endian float32, row after row: [len(ids) × vocab_size].
 func runLogits(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logits", stderr)
-	dir := fs.String("model", "", "Hugging Face model directory (required)")
+	dir := fs.String("model", "", "Hugging Face model directory (required); architectures: "+strings.Join(model.SupportedArchitectures(), ", "))
 	idsFlag := fs.String("ids", "", "comma-separated token ids (required)")
 	out := fs.String("out", "", "output file (required)")
 	threads := fs.Int("threads", 0, "goroutines per product (0: GOMAXPROCS)")
