@@ -169,6 +169,63 @@ func TestParseConfigGemma3(t *testing.T) {
 	assert.Equal(t, &model.RopeScaling{Type: "linear", Factor: 2}, c.RopeScaling)
 }
 
+// Configs shaped as the Hub's (transformers 4.5x spellings, nulls included).
+func TestParseConfigHubShapes(t *testing.T) {
+	gemma := `{"architectures":["Gemma3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+		"attn_logit_softcapping":null,"bos_token_id":2,"cache_implementation":"hybrid","eos_token_id":[1,106],
+		"final_logit_softcapping":null,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","hidden_size":1152,
+		"initializer_range":0.02,"intermediate_size":6912,"max_position_embeddings":32768,"model_type":"gemma3_text",
+		"num_attention_heads":4,"num_hidden_layers":26,"num_key_value_heads":1,"pad_token_id":0,
+		"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_local_base_freq":10000,"rope_scaling":null,
+		"rope_theta":1000000,"sliding_window":512,"sliding_window_pattern":6,"torch_dtype":"bfloat16",
+		"use_cache":true,"vocab_size":262144}`
+	c, err := model.ParseConfig([]byte(gemma), "config.json")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 106}, c.EOSTokenIDs)
+	assert.Equal(t, 512, c.SlidingWindow)
+	assert.Equal(t, model.FullAttention, c.LayerTypes[5])
+	assert.Equal(t, model.SlidingAttention, c.LayerTypes[6])
+	assert.Equal(t, model.FullAttention, c.LayerTypes[23])
+	assert.Nil(t, c.RopeScaling)
+	assert.Equal(t, 0.0, c.FinalLogitSoftcap)
+	assert.True(t, c.TieEmbeddings)
+
+	phi := `{"architectures":["Phi3ForCausalLM"],"hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
+		"num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"max_position_embeddings":131072,
+		"original_max_position_embeddings":4096,"rms_norm_eps":1e-05,"rope_theta":10000.0,"sliding_window":262144,
+		"hidden_act":"silu","tie_word_embeddings":false,"rope_scaling":{"type":"longrope",
+		"short_factor":` + floatList(48, 1.05) + `,"long_factor":` + floatList(48, 5.5) + `}}`
+	c, err = model.ParseConfig([]byte(phi), "config.json")
+	require.NoError(t, err)
+	require.NotNil(t, c.RopeScaling)
+	assert.Equal(t, 32.0, c.RopeScaling.Factor)
+	assert.InDelta(t, 1.1902380714238083, c.RopeScaling.AttentionFactor, 1e-12)
+	assert.Equal(t, 96, c.RotaryDim)
+
+	qwen := `{"architectures":["Qwen3ForCausalLM"],"attention_bias":false,"head_dim":128,"hidden_act":"silu",
+		"hidden_size":1024,"intermediate_size":3072,"max_position_embeddings":40960,"max_window_layers":28,
+		"num_attention_heads":16,"num_hidden_layers":28,"num_key_value_heads":8,"rms_norm_eps":1e-06,
+		"rope_scaling":null,"rope_theta":1000000,"sliding_window":null,"tie_word_embeddings":true,
+		"use_sliding_window":false,"vocab_size":151936}`
+	c, err = model.ParseConfig([]byte(qwen), "config.json")
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.SlidingWindow)
+	assert.True(t, c.QKNorm && c.TieEmbeddings)
+}
+
+func floatList(n int, v float64) string {
+	b, _ := json.Marshal(slicesRepeat(v, n))
+	return string(b)
+}
+
+func slicesRepeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, fields string
