@@ -18,6 +18,9 @@ apply). Checked:
   <= 1e-4 against PyTorch computing in f32 on the same (widened) weights, which is what
   Go does (the bf16 bound is mostly PyTorch's own bf16 rounding, which grows with the
   logits' size: the random weights keep |logit| around 2);
+- logits at every position of a 12-token prefill followed by 36 decode steps
+  (`tether logits --prefill 12`, the KV-cache path, past the sliding windows and Phi-3's
+  longrope switch) against transformers stepping the same way: <= 1e-4;
 - 32 greedy tokens equal to transformers' generate(do_sample=False). Both sides never
   pick an end-of-generation token (Go: --ignore-eog; transformers: suppress_tokens with
   the ids Go reports as EOG), so both produce exactly 32 tokens and the comparison is
@@ -110,12 +113,16 @@ SPECS = [
     Spec("qwen2-bf16", "qwen2", "llama2", torch.bfloat16),
     Spec("llama3-rope-f32", "llama", "llama3", torch.float32, {"rope_parameters": LLAMA3_ROPE}),
     Spec("qwen3-f32", "qwen3", "qwen3", torch.float32, {"head_dim": 16}),
-    Spec("qwen3-bf16", "qwen3", "qwen3", torch.bfloat16, {"head_dim": 24, "tie_word_embeddings": True}),
+    Spec(
+        "qwen3-bf16", "qwen3", "qwen3", torch.bfloat16, {"head_dim": 24, "tie_word_embeddings": True}
+    ),
     Spec(
         "qwen3-sliding-f32", "qwen3", "qwen3", torch.float32,
         {"head_dim": 16, "use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1},
     ),  # fmt: skip
-    Spec("gemma3-f32", "gemma3", "gemma3", torch.float32, {**GEMMA3, "final_logit_softcapping": 3.0}),
+    Spec(
+        "gemma3-f32", "gemma3", "gemma3", torch.float32, {**GEMMA3, "final_logit_softcapping": 3.0}
+    ),
     # hidden 96: √96 rounds to 9.8125 in bf16, which transformers multiplies by
     # (and four bf16-rounded norms per layer: PyTorch bf16 is 0.034 from PyTorch f32)
     Spec("gemma3-bf16", "gemma3", "gemma3", torch.bfloat16, {**GEMMA3, "hidden_size": 96}, 5e-2),
@@ -124,6 +131,13 @@ SPECS = [
     Spec("phi3-f32", "phi3", "llama2", torch.float32),
     Spec("phi3-bf16", "phi3", "llama2", torch.bfloat16),
     Spec("phi3-longrope-f32", "phi3", "llama2", torch.float32, PHI3_LONGROPE),
+    # original_max_position_embeddings 40: the 32 prefill positions use short_factor;
+    # test_decode_logits decodes past position 40, where transformers switches to
+    # long_factor for the new tokens while the cache keeps the earlier rotations
+    Spec(
+        "phi3-longrope-switch-f32", "phi3", "llama2", torch.float32,
+        {**PHI3_LONGROPE, "original_max_position_embeddings": 40},
+    ),  # fmt: skip
 ]
 
 CLASSES = {
@@ -242,6 +256,41 @@ def test_logits_every_position(tiny: tuple[Spec, Path], tmp_path: Path) -> None:
         print(f"{spec.name}: max|diff| vs torch bf16 = {diff16:.3g} "
               f"(torch f32 vs torch bf16: {float(np.abs(ref32 - ref16).max()):.3g})")
         assert diff16 <= spec.bf16_tol, f"{spec.name}: max |logit diff| {diff16} vs PyTorch bf16"
+
+
+N_DECODE_PREFILL = 12
+N_DECODE_TOTAL = 48
+
+
+def test_decode_logits_match_transformers_incremental(
+    tiny: tuple[Spec, Path], tmp_path: Path
+) -> None:
+    """The KV-cache path: a 12-token prefill, then 36 decode steps (past every sliding
+    window, and past Phi-3's longrope switch), against transformers stepping the same
+    way with its DynamicCache (which keeps only a sliding layer's window)."""
+    spec, d = tiny
+    base = tokenizers.Tokenizer.from_file(str(tokenizer_path(spec.tokenizer))).encode(PROMPT).ids
+    ids = (base * 2)[:N_DECODE_TOTAL]
+    out = tmp_path / "logits.f32"
+    tether(
+        "logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out),
+        "--prefill", str(N_DECODE_PREFILL),
+    )  # fmt: skip
+    vocab = json.loads((d / "config.json").read_text())["vocab_size"]
+    go = np.fromfile(out, dtype="<f4").reshape(len(ids), vocab)
+    model = load(d, spec, torch.float32)
+    cache = transformers.DynamicCache(config=model.config)
+    rows = []
+    with torch.no_grad():
+        o = model(torch.tensor([ids[:N_DECODE_PREFILL]]), past_key_values=cache, use_cache=True)
+        rows.append(o.logits[0])
+        for i in range(N_DECODE_PREFILL, len(ids)):
+            o = model(torch.tensor([ids[i : i + 1]]), past_key_values=cache, use_cache=True)
+            rows.append(o.logits[0])
+    ref = torch.cat(rows).float().numpy()
+    diff = float(np.abs(go - ref).max())
+    print(f"{spec.name}: decode max|diff| vs torch f32 = {diff:.3g}")
+    assert diff <= 1e-4, f"{spec.name}: max |logit diff| {diff} in decode vs PyTorch f32"
 
 
 def test_greedy_matches_transformers_generate(tiny: tuple[Spec, Path]) -> None:
