@@ -114,8 +114,9 @@ SPECS = [
     Spec("llama3-rope-f32", "llama", "llama3", torch.float32, {"rope_parameters": LLAMA3_ROPE}),
     Spec("qwen3-f32", "qwen3", "qwen3", torch.float32, {"head_dim": 16}),
     Spec(
-        "qwen3-bf16", "qwen3", "qwen3", torch.bfloat16, {"head_dim": 24, "tie_word_embeddings": True}
-    ),
+        "qwen3-bf16", "qwen3", "qwen3", torch.bfloat16,
+        {"head_dim": 24, "tie_word_embeddings": True},
+    ),  # fmt: skip
     Spec(
         "qwen3-sliding-f32", "qwen3", "qwen3", torch.float32,
         {"head_dim": 16, "use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1},
