@@ -200,7 +200,11 @@ func ParseConfig(data []byte, path string) (*Config, error) {
 	case len(raw.Architectures) > 0:
 		c.Architecture = raw.Architectures[0]
 		if _, ok := architectures[c.Architecture]; !ok {
-			return nil, &ArchitectureError{Path: path, Architecture: c.Architecture, Supported: SupportedArchitectures()}
+			ae := &ArchitectureError{Path: path, Architecture: c.Architecture, Supported: SupportedArchitectures()}
+			if c.Architecture == "Gemma3ForConditionalGeneration" {
+				ae.Hint = "that is the multimodal Gemma 3 (4B and larger), whose text model sits under text_config and language_model; only Gemma3ForCausalLM (model_type gemma3_text) checkpoints are supported"
+			}
+			return nil, ae
 		}
 	case raw.ModelType != "":
 		for a, mt := range architectures {

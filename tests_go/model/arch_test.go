@@ -233,6 +233,8 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{"unknown architecture lists the supported", `"architectures":["Gemma2ForCausalLM"]`,
 			[]string{`"Gemma2ForCausalLM"`, "Qwen3ForCausalLM", "MistralForCausalLM", "Phi3ForCausalLM", "Gemma3ForCausalLM"}},
+		{"multimodal gemma", `"architectures":["Gemma3ForConditionalGeneration"]`,
+			[]string{`"Gemma3ForConditionalGeneration"`, "multimodal", "Gemma3ForCausalLM (model_type gemma3_text)"}},
 		{"unknown rope type", `"model_type":"mistral","rope_scaling":{"rope_type":"yarn","factor":4}`,
 			[]string{"rope_scaling", `rope type "yarn" is not supported`}},
 		{"unknown rope type, phi3", `"model_type":"phi3","rope_scaling":{"rope_type":"dynamic","factor":4}`,
