@@ -69,7 +69,7 @@ type Engine interface {
 	// Residual adds a projection to the residual stream: x += in·l.Wᵀ + l.B.
 	Residual(x, in *tensor.Dense, l Linear) error
 	// ResidualNorm adds a normalized projection to the residual stream:
-	// x += RMSNorm(in·l.Wᵀ + l.B) with weight norm and epsilon eps, each row of the
+	// x += RMSNorm(in·l.Wᵀ + l.B) with weight norm ([1, x's width]) and epsilon eps, each row of the
 	// projection normalized on its own (Gemma's post_attention_layernorm and
 	// post_feedforward_layernorm, applied to the block's output before the residual add).
 	ResidualNorm(x, in *tensor.Dense, l Linear, norm Weight, eps float32) error
