@@ -1,15 +1,26 @@
 """Parity of Go's forward pass (gocore/model, through the tether CLI) with PyTorch.
 
-Tiny random LlamaForCausalLM and Qwen2ForCausalLM models are built with transformers
-(hidden 64, 2 layers, 4 query heads sharing 2 key/value heads, the vocabulary of a real
-tokenizer), saved as safetensors in float32 and bfloat16, and given to
-`tether logits` / `tether generate`. Checked:
+Tiny random models of every supported architecture (LlamaForCausalLM,
+Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM,
+Gemma3ForCausalLM) are built with transformers (hidden 64, 2-3 layers, 4 query heads
+sharing 2 key/value heads, the vocabulary of a real tokenizer), saved as safetensors in
+float32 and bfloat16, and given to `tether logits` / `tether generate`. The specs switch
+on each architecture's variants: Qwen3's per-head q/k norms; Gemma3's (1+w) sandwich
+norms, GeGLU, scaled embedding, query_pre_attn_scalar, sliding layers (window 8, shorter
+than the 32-position prompt) between global ones with their own RoPE base, linear RoPE
+scaling on the global layers and final logit softcapping; Mistral's sliding window
+(8); Phi-3's fused qkv/gate_up projections, partial rotary embeddings and longrope
+(the prompt is longer than original_max_position_embeddings, so the long factors
+apply). Checked:
 
 - logits at every position of a 32-token prompt: max |Go - PyTorch| <= 1e-4 for f32
   checkpoints; for bf16 checkpoints <= 2e-2 against PyTorch computing in bf16, and
   <= 1e-4 against PyTorch computing in f32 on the same (widened) weights, which is what
   Go does (the bf16 bound is mostly PyTorch's own bf16 rounding, which grows with the
   logits' size: the random weights keep |logit| around 2);
+- logits at every position of a 12-token prefill followed by 36 decode steps
+  (`tether logits --prefill 12`, the KV-cache path, past the sliding windows and Phi-3's
+  longrope switch) against transformers stepping the same way: <= 1e-4;
 - 32 greedy tokens equal to transformers' generate(do_sample=False). Both sides never
   pick an end-of-generation token (Go: --ignore-eog; transformers: suppress_tokens with
   the ids Go reports as EOG), so both produce exactly 32 tokens and the comparison is
@@ -51,10 +62,14 @@ class Spec:
     """One tiny model: architecture, tokenizer, checkpoint dtype, config overrides."""
 
     name: str
-    arch: str  # "llama" or "qwen2"
+    arch: str  # "llama", "qwen2", "qwen3", "mistral", "phi3" or "gemma3"
     tokenizer: str  # a name under build/tokenizers
     dtype: torch.dtype
     extra: dict[str, Any] = field(default_factory=dict)
+    # max |Go - PyTorch computing in bf16| for a bf16 checkpoint: PyTorch's own bf16
+    # rounding, which is what this bounds (Go matches PyTorch f32 to 1e-4), grows with
+    # the roundings per layer
+    bf16_tol: float = 2e-2
 
 
 LLAMA3_ROPE = {
@@ -68,13 +83,72 @@ LLAMA3_ROPE = {
     "original_max_position_embeddings": 64,
 }
 
+GEMMA3 = {
+    "num_hidden_layers": 3,
+    "head_dim": 16,
+    "query_pre_attn_scalar": 24,  # not head_dim: the scale is checked
+    "sliding_window": 8,  # the prompt has 32 positions
+    "sliding_window_pattern": 2,  # layers: sliding, full, sliding
+    "rope_theta": 1_000_000.0,  # full_attention layers
+    "rope_local_base_freq": 10_000.0,  # sliding_attention layers
+    "rope_scaling": {"rope_type": "linear", "factor": 2.0},  # full_attention layers only
+}
+
+PHI3_LONGROPE = {
+    # head_dim 16, partial_rotary_factor 0.5: 8 rotated values, 4 frequencies
+    "partial_rotary_factor": 0.5,
+    "original_max_position_embeddings": 16,  # the 32-position prompt uses long_factor
+    "max_position_embeddings": 1024,
+    "rope_scaling": {
+        "rope_type": "longrope",
+        "short_factor": [1.0, 1.3, 2.1, 3.7],
+        "long_factor": [1.1, 2.5, 6.0, 17.0],
+    },
+}
+
 SPECS = [
     Spec("llama2-f32", "llama", "llama2", torch.float32),
     Spec("llama2-bf16", "llama", "llama2", torch.bfloat16),
     Spec("qwen2-f32", "qwen2", "llama2", torch.float32, {"tie_word_embeddings": True}),
     Spec("qwen2-bf16", "qwen2", "llama2", torch.bfloat16),
     Spec("llama3-rope-f32", "llama", "llama3", torch.float32, {"rope_parameters": LLAMA3_ROPE}),
+    Spec("qwen3-f32", "qwen3", "qwen3", torch.float32, {"head_dim": 16}),
+    Spec(
+        "qwen3-bf16", "qwen3", "qwen3", torch.bfloat16,
+        {"head_dim": 24, "tie_word_embeddings": True},
+    ),  # fmt: skip
+    Spec(
+        "qwen3-sliding-f32", "qwen3", "qwen3", torch.float32,
+        {"head_dim": 16, "use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1},
+    ),  # fmt: skip
+    Spec(
+        "gemma3-f32", "gemma3", "gemma3", torch.float32, {**GEMMA3, "final_logit_softcapping": 3.0}
+    ),
+    # hidden 96: √96 rounds to 9.8125 in bf16, which transformers multiplies by
+    # (and four bf16-rounded norms per layer: PyTorch bf16 is 0.034 from PyTorch f32)
+    Spec("gemma3-bf16", "gemma3", "gemma3", torch.bfloat16, {**GEMMA3, "hidden_size": 96}, 5e-2),
+    Spec("mistral-f32", "mistral", "llama2", torch.float32, {"sliding_window": 8}),
+    Spec("mistral-bf16", "mistral", "llama2", torch.bfloat16, {"sliding_window": 8}),
+    Spec("phi3-f32", "phi3", "llama2", torch.float32),
+    Spec("phi3-bf16", "phi3", "llama2", torch.bfloat16),
+    Spec("phi3-longrope-f32", "phi3", "llama2", torch.float32, PHI3_LONGROPE),
+    # original_max_position_embeddings 40: the 32 prefill positions use short_factor;
+    # test_decode_logits decodes past position 40, where transformers switches to
+    # long_factor for the new tokens while the cache keeps the earlier rotations
+    Spec(
+        "phi3-longrope-switch-f32", "phi3", "llama2", torch.float32,
+        {**PHI3_LONGROPE, "original_max_position_embeddings": 40},
+    ),  # fmt: skip
 ]
+
+CLASSES = {
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
+    "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+    "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM),
+    "gemma3": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM),
+}
 
 
 def tether(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
@@ -92,7 +166,12 @@ def build_model(spec: Spec, out: Path) -> Path:
     tok_json = tokenizer_path(spec.tokenizer)
     ref = tokenizers.Tokenizer.from_file(str(tok_json))
     vocab = ref.get_vocab_size(with_added_tokens=True)
-    bos, eos = {"llama2": (1, 2), "llama3": (128000, 128001)}[spec.tokenizer]
+    bos, eos = {
+        "llama2": (1, 2),
+        "llama3": (128000, 128001),
+        "qwen3": (None, ref.token_to_id("<|im_end|>")),
+        "gemma3": (ref.token_to_id("<bos>"), ref.token_to_id("<eos>")),
+    }[spec.tokenizer]
     common: dict[str, Any] = dict(
         hidden_size=64,
         intermediate_size=128,
@@ -108,10 +187,8 @@ def build_model(spec: Spec, out: Path) -> Path:
     )
     common.update(spec.extra)
     torch.manual_seed(zlib.crc32(spec.name.encode()))
-    if spec.arch == "llama":
-        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common))
-    else:
-        model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
+    config_cls, model_cls = CLASSES[spec.arch]
+    model = model_cls(config_cls(**common))
     # Larger than the default 0.02 init, so that the logits differ visibly between
     # positions and greedy decoding does not repeat one token. Tied embeddings make the
     # output favour the input token: there the embedding stays small and the layers
@@ -123,8 +200,8 @@ def build_model(spec: Spec, out: Path) -> Path:
                 p.normal_(0.0, 0.02)
             elif p.dim() > 1:
                 p.normal_(0.0, 0.1 if tied else 0.05)
-            else:  # norm weights around 1, biases around 0
-                p.normal_(1.0 if "norm" in name else 0.0, 0.1)
+            else:  # norm weights around 1 (Gemma stores w-1), biases around 0
+                p.normal_(1.0 if "norm" in name and spec.arch != "gemma3" else 0.0, 0.1)
     model.to(spec.dtype).save_pretrained(out)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_path(spec.tokenizer, f), out / f)
@@ -139,8 +216,15 @@ def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 
 def load(d: Path, spec: Spec, dtype: torch.dtype) -> torch.nn.Module:
-    cls = transformers.LlamaForCausalLM if spec.arch == "llama" else transformers.Qwen2ForCausalLM
-    return cls.from_pretrained(d, dtype=dtype).eval()
+    model = CLASSES[spec.arch][1].from_pretrained(d, dtype=dtype).eval()
+    if spec.arch == "gemma3":
+        # transformers multiplies the embedding by √hidden_size in the embedding's dtype:
+        # a bf16 checkpoint run in f32 (what Go does) keeps the checkpoint's bf16 value.
+        emb = model.model.embed_tokens
+        scale = torch.tensor(emb.scalar_embed_scale).to(spec.dtype).to(dtype)
+        with torch.no_grad():
+            emb.embed_scale.fill_(scale.item())
+    return model
 
 
 def prompt_ids(spec: Spec) -> list[int]:
@@ -170,8 +254,44 @@ def test_logits_every_position(tiny: tuple[Spec, Path], tmp_path: Path) -> None:
         with torch.no_grad():
             ref16 = load(d, spec, torch.bfloat16)(torch.tensor([ids])).logits[0].float().numpy()
         diff16 = float(np.abs(go - ref16).max())
-        print(f"{spec.name}: max|diff| vs torch bf16 = {diff16:.3g}")
-        assert diff16 <= 2e-2, f"{spec.name}: max |logit diff| {diff16} vs PyTorch bf16"
+        print(f"{spec.name}: max|diff| vs torch bf16 = {diff16:.3g} "
+              f"(torch f32 vs torch bf16: {float(np.abs(ref32 - ref16).max()):.3g})")
+        assert diff16 <= spec.bf16_tol, f"{spec.name}: max |logit diff| {diff16} vs PyTorch bf16"
+
+
+N_DECODE_PREFILL = 12
+N_DECODE_TOTAL = 48
+
+
+def test_decode_logits_match_transformers_incremental(
+    tiny: tuple[Spec, Path], tmp_path: Path
+) -> None:
+    """The KV-cache path: a 12-token prefill, then 36 decode steps (past every sliding
+    window, and past Phi-3's longrope switch), against transformers stepping the same
+    way with its DynamicCache (which keeps only a sliding layer's window)."""
+    spec, d = tiny
+    base = tokenizers.Tokenizer.from_file(str(tokenizer_path(spec.tokenizer))).encode(PROMPT).ids
+    ids = (base * 2)[:N_DECODE_TOTAL]
+    out = tmp_path / "logits.f32"
+    tether(
+        "logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out),
+        "--prefill", str(N_DECODE_PREFILL),
+    )  # fmt: skip
+    vocab = json.loads((d / "config.json").read_text())["vocab_size"]
+    go = np.fromfile(out, dtype="<f4").reshape(len(ids), vocab)
+    model = load(d, spec, torch.float32)
+    cache = transformers.DynamicCache(config=model.config)
+    rows = []
+    with torch.no_grad():
+        o = model(torch.tensor([ids[:N_DECODE_PREFILL]]), past_key_values=cache, use_cache=True)
+        rows.append(o.logits[0])
+        for i in range(N_DECODE_PREFILL, len(ids)):
+            o = model(torch.tensor([ids[i : i + 1]]), past_key_values=cache, use_cache=True)
+            rows.append(o.logits[0])
+    ref = torch.cat(rows).float().numpy()
+    diff = float(np.abs(go - ref).max())
+    print(f"{spec.name}: decode max|diff| vs torch f32 = {diff:.3g}")
+    assert diff <= 1e-4, f"{spec.name}: max |logit diff| {diff} in decode vs PyTorch f32"
 
 
 def test_greedy_matches_transformers_generate(tiny: tuple[Spec, Path]) -> None:

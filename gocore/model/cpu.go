@@ -29,6 +29,7 @@ type CPU struct {
 	arena   weightArena  // packed weights
 	scratch []cpuScratch // per worker
 	h       []float32    // normalized rows for the fused products
+	proj    []float32    // ResidualNorm's projection
 	xtail   []float32    // the last n%6 rows of a product's input, zero-padded to 6
 	bf16    bool         // WithBF16Products: multiply bf16 weights by bf16 inputs (prefill)
 	x16     []uint16     // a product's input rounded to bf16, rows of kpad (bf16 math)
@@ -195,13 +196,14 @@ func floats(t *tensor.Dense) ([]float32, error) {
 }
 
 // prodItem is one product of a fused call: dst[t*ldd+o] (+)= x_t·w_o + bias[o], or,
-// with up set, silu(x_t·w_o + bias[o]) · (x_t·up_o + upBias[o]).
+// with up set, act(x_t·w_o + bias[o]) · (x_t·up_o + upBias[o]).
 type prodItem struct {
 	w, up        *cpuWeight
 	bias, upBias []float32
 	dst          []float32
 	ldd          int
 	add          bool
+	act          Activation // with up
 }
 
 // products runs items on the n rows of xs (n × cols, cols shared by all items) in
@@ -313,7 +315,7 @@ func (c *CPU) emitBlock(s *cpuScratch, it *prodItem, b, n, o0, width int, swiglu
 	for t := 0; t < gemmRows && b+t < n; t++ {
 		g := s.tile[t*panelW : t*panelW+width]
 		if swiglu {
-			c.swiglu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0)
+			c.glu(g, s.tile2[t*panelW:t*panelW+width], it.bias, it.upBias, o0, it.act)
 			c.emit(it, b+t, o0, g, nil)
 		} else {
 			c.emit(it, b+t, o0, g, it.bias)
@@ -333,7 +335,7 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 		if it.up != nil {
 			u := s.tile2[:panelW]
 			c.gemv(it.up, p, xs, u)
-			c.swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
+			c.glu(g[:width], u[:width], it.bias, it.upBias, o0, it.act)
 			c.emit(it, 0, o0, g[:width], nil)
 			return
 		}
@@ -409,8 +411,8 @@ func (c *CPU) emit(it *prodItem, t, o0 int, vals, bias []float32) {
 	}
 }
 
-// swiglu writes g[j] = silu(g[j]+bg[o0+j]) · (u[j]+bu[o0+j]) (nil biases: none).
-func (c *CPU) swiglu(g, u, bg, bu []float32, o0 int) {
+// glu writes g[j] = act(g[j]+bg[o0+j]) · (u[j]+bu[o0+j]) (nil biases: none).
+func (c *CPU) glu(g, u, bg, bu []float32, o0 int, act Activation) {
 	u = u[:len(g)]
 	if bg != nil {
 		for j := range g {
@@ -421,6 +423,10 @@ func (c *CPU) swiglu(g, u, bg, bu []float32, o0 int) {
 		for j := range u {
 			u[j] += bu[o0+j]
 		}
+	}
+	if act == GELUTanh {
+		GELUTanhMul(g, u)
+		return
 	}
 	c.kern.siluMul(g, u)
 }
@@ -542,17 +548,20 @@ func (c *CPU) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, norm Weight, eps
 	return nil
 }
 
-// NormSwiGLU normalizes x's rows and computes silu(gate)·up panel by panel.
-func (c *CPU) NormSwiGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear) error {
-	it, _, err := c.linear("swiglu", gate, x, dst)
+// NormGLU normalizes x's rows and computes act(gate)·up panel by panel.
+func (c *CPU) NormGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear, act Activation) error {
+	if act != SiLU && act != GELUTanh {
+		return fmt.Errorf("model: glu: unknown activation %v", act)
+	}
+	it, _, err := c.linear("glu", gate, x, dst)
 	if err != nil {
 		return err
 	}
-	ut, _, err := c.linear("swiglu", up, x, dst)
+	ut, _, err := c.linear("glu", up, x, dst)
 	if err != nil {
 		return err
 	}
-	it.up, it.upBias = ut.w, ut.bias
+	it.up, it.upBias, it.act = ut.w, ut.bias, act
 	h, n, err := c.normRows(x, norm, eps)
 	if err != nil {
 		return err
@@ -570,6 +579,59 @@ func (c *CPU) Residual(x, in *tensor.Dense, l Linear) error {
 	it.add = true
 	xs, _ := floats(in)
 	c.products(xs, n, []prodItem{it})
+	return nil
+}
+
+// ResidualNorm computes in·l.Wᵀ + l.B into a scratch buffer, normalizes each row and
+// adds it to x.
+func (c *CPU) ResidualNorm(x, in *tensor.Dense, l Linear, norm Weight, eps float32) error {
+	it, n, err := c.linear("residualnorm", l, in, x)
+	if err != nil {
+		return err
+	}
+	cols := it.w.rows
+	g, err := c.vector(norm, cols)
+	if err != nil {
+		return err
+	}
+	xs, _ := floats(x)
+	ins, _ := floats(in)
+	c.proj = growFloats(c.proj, n*cols)
+	it.dst = c.proj
+	c.products(ins, n, []prodItem{it})
+	for t := 0; t < n; t++ {
+		row := c.proj[t*cols : (t+1)*cols]
+		RMSNorm(row, row, g, eps)
+		dst := xs[t*cols : (t+1)*cols]
+		for i, v := range row {
+			dst[i] += v
+		}
+	}
+	return nil
+}
+
+// HeadRMSNorm normalizes every head of every row of x in place.
+func (c *CPU) HeadRMSNorm(x *tensor.Dense, norm Weight, eps float32) error {
+	xs, err := floats(x)
+	if err != nil {
+		return err
+	}
+	cw, err := c.weight(norm)
+	if err != nil {
+		return err
+	}
+	d := cw.cols
+	g, err := c.vector(norm, d)
+	if err != nil {
+		return err
+	}
+	sh := x.Shape()
+	if len(sh) != 2 || sh[1]%d != 0 {
+		return fmt.Errorf("model: head rmsnorm: x has shape %v, not rows of heads of %d (%q)", sh, d, cw.name)
+	}
+	for h := 0; h+d <= len(xs); h += d {
+		RMSNorm(xs[h:h+d], xs[h:h+d], g, eps)
+	}
 	return nil
 }
 
@@ -599,22 +661,25 @@ func (c *CPU) RMSNorm(dst, x *tensor.Dense, norm Weight, eps float32) error {
 	return nil
 }
 
-// RoPE rotates the heads of every row of x.
-func (c *CPU) RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error {
+// RoPE rotates the first rotaryDim values of the heads of every row of x.
+func (c *CPU) RoPE(x *tensor.Dense, headDim, rotaryDim int, cos, sin []float32) error {
 	xs, err := floats(x)
 	if err != nil {
 		return err
 	}
 	sh := x.Shape()
-	if len(sh) != 2 || headDim <= 0 || headDim%2 != 0 || sh[1]%headDim != 0 {
+	if len(sh) != 2 || headDim <= 0 || sh[1]%headDim != 0 {
 		return fmt.Errorf("model: rope: x has shape %v, not rows of heads of %d", sh, headDim)
 	}
-	n, cols, half := sh[0], sh[1], headDim/2
+	if rotaryDim <= 0 || rotaryDim%2 != 0 || rotaryDim > headDim {
+		return fmt.Errorf("model: rope: rotary dimension %d for heads of %d (want a positive even number <= the head's)", rotaryDim, headDim)
+	}
+	n, cols, half := sh[0], sh[1], rotaryDim/2
 	if len(cos) < n*half || len(sin) < n*half {
 		return fmt.Errorf("model: rope: %d cos and %d sin values for %d rows of %d pairs", len(cos), len(sin), n, half)
 	}
 	for t := 0; t < n; t++ {
-		rotateHeads(xs[t*cols:(t+1)*cols], headDim, cos[t*half:(t+1)*half], sin[t*half:(t+1)*half])
+		rotateHeadsPartial(xs[t*cols:(t+1)*cols], headDim, rotaryDim, cos[t*half:(t+1)*half], sin[t*half:(t+1)*half])
 	}
 	return nil
 }
@@ -658,10 +723,13 @@ func (kv *cpuKV) grow(need, used int) {
 }
 
 // Attention appends k and v to the cache and attends, heads spread over the pool.
-func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) error {
+func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int, opt AttentionOptions) error {
 	kv, ok := kvh.(*cpuKV)
 	if !ok || kv == nil {
 		return fmt.Errorf("model: cpu engine: kv cache not made by this engine")
+	}
+	if opt.Window < 0 || opt.Scale < 0 || math.IsNaN(float64(opt.Scale)) || math.IsInf(float64(opt.Scale), 0) {
+		return fmt.Errorf("model: attention: window %d, scale %g", opt.Window, opt.Scale)
 	}
 	if layer < 0 || layer >= len(kv.k) || pos0 < 0 {
 		return fmt.Errorf("model: attention: layer %d of %d, position %d", layer, len(kv.k), pos0)
@@ -695,7 +763,10 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 	kc, vc := kv.k[layer], kv.v[layer]
 	copy(kc[pos0*kvDim:], ks)
 	copy(vc[pos0*kvDim:], vs)
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := opt.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(hd)))
+	}
 	kern := &c.kern
 	work := heads * n * (pos0 + n) * hd
 	c.pool.run(heads, work, func(worker, lo, hi int) {
@@ -707,19 +778,23 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 			kvOff := (head / group) * hd
 			for t := 0; t < n; t++ {
 				qh := qs[t*qDim+head*hd : t*qDim+(head+1)*hd]
-				span := pos0 + t + 1
+				lo := 0 // first position seen
+				if opt.Window > 0 {
+					lo = max(0, pos0+t+1-opt.Window)
+				}
+				span := pos0 + t + 1 - lo
 				sc := s.scores[:span]
 				for i, v := range qh {
 					qsc[i] = v * scale
 				}
-				kern.scores(sc, qsc, kc[kvOff:], kvDim)
+				kern.scores(sc, qsc, kc[lo*kvDim+kvOff:], kvDim)
 				mx := sc[0]
 				for _, v := range sc {
 					mx = max(mx, v)
 				}
 				inv := 1 / kern.expSum(sc, mx)
 				o := os[t*qDim+head*hd : t*qDim+(head+1)*hd]
-				kern.weightedSum(o, sc, vc[kvOff:], kvDim)
+				kern.weightedSum(o, sc, vc[lo*kvDim+kvOff:], kvDim)
 				for i := range o {
 					o[i] *= inv
 				}
@@ -730,7 +805,7 @@ func (c *CPU) Attention(out, q, k, v *tensor.Dense, kvh KV, layer, pos0 int) err
 }
 
 // Rows copies embedding rows out of the panels.
-func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
+func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int, scale float32) error {
 	cw, err := c.weight(w)
 	if err != nil {
 		return err
@@ -762,6 +837,11 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 		} else {
 			for j := range d {
 				d[j] = cw.f32[base+j*panelW+r]
+			}
+		}
+		if scale != 1 {
+			for j := range d {
+				d[j] *= scale
 			}
 		}
 	}

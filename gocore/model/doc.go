@@ -1,6 +1,25 @@
-// Package model runs Llama-family decoders (LlamaForCausalLM: Llama 2 and 3 with llama3
-// rope scaling, SmolLM; Qwen2ForCausalLM with its q/k/v biases) from a Hugging Face
-// model directory, on the CPU, computing in float32 on f32 or bf16 weights.
+// Package model runs Llama-family decoders from a Hugging Face model directory, on the
+// CPU, computing in float32 on f32 or bf16 weights:
+//
+//   - LlamaForCausalLM: Llama 2 and 3 (llama3 and linear rope scaling), SmolLM;
+//   - Qwen2ForCausalLM (q/k/v biases) and Qwen3ForCausalLM (per-head q_norm/k_norm
+//     before RoPE, head_dim from the config), both with use_sliding_window;
+//   - MistralForCausalLM: Llama's pass with sliding_window (null: none);
+//   - Phi3ForCausalLM: fused qkv_proj and gate_up_proj (split into their parts at
+//     load), partial_rotary_factor, longrope scaling ("su"; transformers' per-call
+//     switch from short_factor to long_factor past original_max_position_embeddings);
+//   - Gemma3ForCausalLM (model_type gemma3_text, the text model; not
+//     Gemma3ForConditionalGeneration): (1+w) RMSNorms, sandwich norms around attention
+//     and MLP, per-head q/k norms, GeGLU with tanh-GELU, the embedding scaled by
+//     √hidden_size (rounded to the checkpoint's dtype, as transformers does),
+//     query_pre_attn_scalar, sliding-window layers interleaved with global ones
+//     (layer_types or sliding_window_pattern), a RoPE base per layer type
+//     (rope_local_base_freq; rope_theta and rope_scaling for global layers) and
+//     final_logit_softcapping. attn_logit_softcapping is ignored, as transformers'
+//     Gemma3 attention ignores it.
+//
+// Each architecture is a set of Config fields switching variants of the one forward
+// pass on, not a fork of it, so every Engine runs them all.
 //
 // # What it owns
 //
@@ -10,22 +29,35 @@
 //     F32 and BF16 tensors alias the mapping; F16 is widened to float32 at load.
 //
 //   - Config: the fields of config.json the forward pass needs, with transformers'
-//     defaults, in both the transformers 4 (rope_theta, rope_scaling) and 5
-//     (rope_parameters) spellings.
+//     defaults per architecture, in both the transformers 4 (rope_theta, rope_scaling,
+//     rope_local_base_freq, sliding_window_pattern) and 5 (rope_parameters, per layer
+//     type for Gemma3; layer_types) spellings. Options the pass cannot honour (an
+//     unknown rope type or activation, bidirectional attention, ...) are errors that
+//     name the field.
 //
 //   - Model and State: the decoder forward pass in the order of the math (embedding,
-//     per layer RMSNorm → q/k/v projections (+bias) → rotary embedding in transformers'
-//     rotate_half convention → grouped-query causal attention over a KV cache → o_proj
-//     → residual → RMSNorm → SwiGLU MLP → residual; final RMSNorm; lm_head or the tied
-//     embedding). A Model is immutable after Load; a State is one sequence (its KV cache
-//     and scratch buffers, allocated once and grown on demand).
+//     ×√hidden for Gemma; per layer RMSNorm → q/k/v projections (+bias) → per-head q/k
+//     RMSNorm (Qwen3, Gemma3) → rotary embedding in transformers' rotate_half
+//     convention, over the first RotaryDim values of a head, with the layer type's base
+//     → grouped-query causal attention over a KV cache, with the layer's window and
+//     scale → o_proj (→ RMSNorm, Gemma3) → residual → RMSNorm → gated MLP (SiLU or
+//     tanh-GELU) (→ RMSNorm, Gemma3) → residual; final RMSNorm; lm_head or the tied
+//     embedding; the logits' softcap). A Model is immutable after Load; a State is one
+//     sequence (its KV cache and scratch buffers, allocated once and grown on demand).
 //
 //   - Engine: the interface for everything that touches activations: the weight
 //     products (with the fused forms the decoder uses: RMSNorm with the q/k/v
-//     projections, RMSNorm with gate/up and SiLU·mul, a projection added to the
-//     residual stream), RMSNorm, RoPE, attention over a KV cache it owns, and embedding
-//     Rows; weights and caches are handles, so an accelerator engine can keep weights,
-//     activations and the cache on the device.
+//     projections, RMSNorm with gate/up and the gated activation (NormGLU), a
+//     projection added to the residual stream, plain (Residual) or normalized first
+//     (ResidualNorm)), RMSNorm, per-head RMSNorm (HeadRMSNorm), RoPE (possibly
+//     partial), attention over a KV cache it owns (with a scale and a sliding window:
+//     AttentionOptions), and scaled embedding Rows; weights and caches are handles, so
+//     an accelerator engine can keep weights, activations and the cache on the device.
+//     Model-level variants that need no new operation stay out of the interface:
+//     (1+w) norms are folded into the uploaded weights (in float32, uploaded as
+//     float32: 1+w rounded to bf16 would lose w's low bits), fused projections are
+//     split at load, RoPE tables are computed on the host, and the final softcap is
+//     applied to the host logits.
 //
 //   - CPU, the host Engine. Weights are repacked at load into panels of 16 output rows
 //     stored transposed ([cols][16]; bf16 stays bf16), so every product reads them
@@ -52,7 +84,10 @@
 //     per-call packing; a BLAS through cgo would add a shared library to ship and a cgo
 //     call per product for no gain.
 //
-//   - RMSNorm, SiLUMul and RoPE, exported so that they can be checked on their own.
+//   - RMSNorm, SiLUMul, GELUTanhMul and RoPE, exported so that they can be checked on
+//     their own. The CPU engine's tanh-GELU is portable Go (no assembly kernel yet);
+//     the others have AVX2 kernels. The KV cache keeps every position even for
+//     sliding layers (attention reads only the window).
 //
 // Activations are gorgonia.org/tensor *tensor.Dense float32 values, used eagerly (the
 // KV cache grows each step, which gorgonia's graph machines do not fit).

@@ -1,6 +1,10 @@
 package model
 
-import "gorgonia.org/tensor"
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+)
 
 // Weight is a read-only parameter held by an Engine: in host memory for the CPU
 // engine, in device memory for an accelerator engine. The model only passes handles
@@ -57,29 +61,48 @@ type Engine interface {
 	// left unchanged (the residual stream); the q, k and v projections of attention
 	// share one call.
 	NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, norm Weight, eps float32, ls []Linear) error
-	// NormSwiGLU is the MLP's first half: h = RMSNorm(x), then
-	// dst = silu(h·gate.Wᵀ + gate.B) ⊙ (h·up.Wᵀ + up.B), silu(g) = g/(1+e^-g), without
-	// materializing the two products.
-	NormSwiGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear) error
+	// NormGLU is the MLP's first half: h = RMSNorm(x), then
+	// dst = act(h·gate.Wᵀ + gate.B) ⊙ (h·up.Wᵀ + up.B), without materializing the two
+	// products. act is SiLU (SwiGLU: Llama, Qwen, Mistral, Phi-3) or GELUTanh (GeGLU:
+	// Gemma); see Activation for the exact functions.
+	NormGLU(dst, x *tensor.Dense, norm Weight, eps float32, gate, up Linear, act Activation) error
 	// Residual adds a projection to the residual stream: x += in·l.Wᵀ + l.B.
 	Residual(x, in *tensor.Dense, l Linear) error
+	// ResidualNorm adds a normalized projection to the residual stream:
+	// x += RMSNorm(in·l.Wᵀ + l.B) with weight norm ([1, x's width]) and epsilon eps, each row of the
+	// projection normalized on its own (Gemma's post_attention_layernorm and
+	// post_feedforward_layernorm, applied to the block's output before the residual add).
+	ResidualNorm(x, in *tensor.Dense, l Linear, norm Weight, eps float32) error
 	// RMSNorm normalizes rows of x into dst; when dst has fewer rows than x, the last
 	// rows of x (the final norm before the output layer needs only the last token's).
 	RMSNorm(dst, x *tensor.Dense, norm Weight, eps float32) error
-	// RoPE rotates, in place, every head (headDim values, rotate_half pairing) of every
-	// row t of x by the angles whose cosines and sines are cos[t*headDim/2:] and
-	// sin[t*headDim/2:] (RoPE.CosSin, host memory).
-	RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error
+	// HeadRMSNorm normalizes x in place in segments of norm's length d (one attention
+	// head): every row of x holds cols/d heads, and each is replaced by
+	// RMSNorm(head) with weight norm [1, d] and epsilon eps (Qwen3's and Gemma3's
+	// q_norm and k_norm, applied before RoPE). cols must be a multiple of d.
+	HeadRMSNorm(x *tensor.Dense, norm Weight, eps float32) error
+	// RoPE rotates, in place, the first rotaryDim values of every head (headDim values)
+	// of every row t of x, in the rotate_half pairing (value i with value i+rotaryDim/2),
+	// by the angles whose cosines and sines are cos[t*rotaryDim/2:(t+1)*rotaryDim/2] and
+	// the same of sin (RoPE.CosSin, host memory). The remaining headDim-rotaryDim values
+	// of each head are left as they are (partial rotary embeddings, Phi-3's
+	// partial_rotary_factor); rotaryDim == headDim rotates the whole head.
+	RoPE(x *tensor.Dense, headDim, rotaryDim int, cos, sin []float32) error
 	// NewKV returns an empty cache for layers layers of kvHeads heads of headDim values;
 	// it grows on demand, never beyond maxPositions (<= 0: no limit).
 	NewKV(layers, kvHeads, headDim, maxPositions int) (KV, error)
 	// Attention writes k and v (rows for positions pos0, pos0+1, ...) into the layer's
-	// cache, then, for each row t of q and each query head, the softmax of q·k/√headDim
-	// over positions 0..pos0+t (causal) weighting the values, into out (shaped as q).
-	// Query head j reads key/value head j/(heads/kvHeads) (grouped-query attention).
-	Attention(out, q, k, v *tensor.Dense, kv KV, layer, pos0 int) error
-	// Rows copies the rows ids of w (an embedding table) into dst [len(ids), cols].
-	Rows(dst *tensor.Dense, w Weight, ids []int) error
+	// cache, then, for each row t of q (position p = pos0+t) and each query head, the
+	// softmax of the scores s_j = opt.Scale·(q·k_j) over the positions j it sees, weighting
+	// the values v_j, into out (shaped as q). It sees j = 0..p (causal), or, with
+	// opt.Window = w > 0, only j = max(0, p-w+1)..p: the last w positions including
+	// itself, transformers' sliding_window. opt.Scale 0 means 1/√headDim. Query head i
+	// reads key/value head i/(heads/kvHeads) (grouped-query attention).
+	Attention(out, q, k, v *tensor.Dense, kv KV, layer, pos0 int, opt AttentionOptions) error
+	// Rows copies the rows ids of w (an embedding table), each value multiplied by
+	// scale in float32, into dst [len(ids), cols]. Scale 1 copies them exactly (Gemma
+	// scales its embedding by √hidden_size).
+	Rows(dst *tensor.Dense, w Weight, ids []int, scale float32) error
 	// Close releases what the engine holds (device memory, worker goroutines).
 	Close() error
 }
@@ -93,7 +116,7 @@ type StepEngine interface {
 	Engine
 	// Step runs ops, the engine calls of one forward call, and returns once their host
 	// outputs (the logits) are written. Within ops, Rows receives st.IDs, RoPE st.Cos
-	// and st.Sin, and Attention st.Pos0 and st.KV; an engine may replay a recording of
+	// and st.Sin (or st.LocalCos and st.LocalSin), and Attention st.Pos0 and st.KV; an engine may replay a recording of
 	// an earlier call with the same st.Seq and len(st.IDs) instead of running ops,
 	// with only these inputs changed.
 	Step(st *Step, ops func() error) error
@@ -108,5 +131,40 @@ type Step struct {
 	IDs      []int     // the call's tokens
 	Pos0     int       // the position of IDs[0] in the cache
 	Cos, Sin []float32 // the rotary angles of the call's positions, as RoPE takes them
-	KV       KV        // the sequence's cache
+	// LocalCos and LocalSin are the angles of the sliding-window layers when they have
+	// their own RoPE base (Gemma 3), else nil.
+	LocalCos, LocalSin []float32
+	KV                 KV // the sequence's cache
+}
+
+// Activation is the gate's activation in NormGLU.
+type Activation int
+
+const (
+	// SiLU is silu(g) = g/(1+e^-g) (hidden_act "silu").
+	SiLU Activation = iota
+	// GELUTanh is gelu(g) = g/2·(1+tanh(√(2/π)·(g+0.044715·g³))), PyTorch's
+	// gelu(approximate="tanh") (hidden_act "gelu_pytorch_tanh").
+	GELUTanh
+)
+
+// String returns the config.json name of the activation.
+func (a Activation) String() string {
+	switch a {
+	case SiLU:
+		return "silu"
+	case GELUTanh:
+		return "gelu_pytorch_tanh"
+	}
+	return fmt.Sprintf("Activation(%d)", int(a))
+}
+
+// AttentionOptions are the per-layer parameters of Engine.Attention.
+type AttentionOptions struct {
+	// Scale multiplies q·k before the softmax; 0 means 1/√headDim (Gemma uses
+	// query_pre_attn_scalar^-1/2).
+	Scale float32
+	// Window > 0 limits a query at position p to the keys at positions p-Window+1..p
+	// (sliding-window attention); 0 means every earlier position.
+	Window int
 }

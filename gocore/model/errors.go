@@ -30,8 +30,9 @@ func (e *TensorError) Error() string {
 // ArchitectureError reports a config.json whose architecture the package cannot run.
 type ArchitectureError struct {
 	Path         string // config.json
-	Architecture string // e.g. "MistralForCausalLM"; "" when the config names none
+	Architecture string // e.g. "MambaForCausalLM"; "" when the config names none
 	Supported    []string
+	Hint         string // what to do instead, if anything
 }
 
 // Error names the architecture and the supported ones.
@@ -39,7 +40,11 @@ func (e *ArchitectureError) Error() string {
 	if e.Architecture == "" {
 		return fmt.Sprintf("model: %s names no architecture (no \"architectures\" or \"model_type\"); supported: %v", e.Path, e.Supported)
 	}
-	return fmt.Sprintf("model: unsupported architecture %q in %s; supported: %v", e.Architecture, e.Path, e.Supported)
+	msg := fmt.Sprintf("model: unsupported architecture %q in %s; supported: %v", e.Architecture, e.Path, e.Supported)
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
 }
 
 // ConfigError reports a missing or invalid config.json field.

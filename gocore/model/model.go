@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"gorgonia.org/tensor"
@@ -22,14 +23,21 @@ type Model struct {
 	norm   Weight // [1, hidden]
 	layers []layer
 	rope   *RoPE
+	// ropeLocal is the sliding layers' RoPE when it differs (Gemma3), else nil.
+	ropeLocal  *RoPE
+	embedScale float32 // the embedding's multiplier: 1, or √hidden_size for Gemma
 }
 
-// layer holds one decoder block's parameters (biases are nil when the architecture has
-// none).
+// layer holds one decoder block's parameters (biases and the optional norms are nil
+// when the architecture has none).
 type layer struct {
-	attnNorm, mlpNorm Weight // [1, hidden]
-	q, k, v, o        Linear
-	gate, up, down    Linear
+	attnNorm, mlpNorm         Weight // [1, hidden]: input_layernorm, the MLP's input norm
+	postAttnNorm, postMLPNorm Weight // [1, hidden]: Gemma3's sandwich norms
+	qNorm, kNorm              Weight // [1, head_dim]: Qwen3's and Gemma3's q_norm, k_norm
+	q, k, v, o                Linear
+	gate, up, down            Linear
+	attn                      AttentionOptions
+	local                     bool // rotated by ropeLocal
 }
 
 // Option configures Load.
@@ -81,9 +89,15 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		}
 		m.eng, m.ownEng = NewCPU(o.threads, copts...), true
 	}
-	if m.rope, err = NewRoPE(cfg.HeadDim, cfg.RopeTheta, cfg.RopeScaling); err != nil {
+	if m.rope, err = NewRoPE(cfg.RotaryDim, cfg.RopeTheta, cfg.RopeScaling); err != nil {
 		m.Close()
 		return nil, err
+	}
+	if cfg.LocalRopeTheta > 0 {
+		if m.ropeLocal, err = NewRoPE(cfg.RotaryDim, cfg.LocalRopeTheta, nil); err != nil {
+			m.Close()
+			return nil, err
+		}
 	}
 	if err := m.loadWeights(); err != nil {
 		m.Close()
@@ -158,6 +172,66 @@ func (l *loader) weight(name string, shape ...int) Weight {
 	return w
 }
 
+// norm uploads an RMSNorm weight [n] as [1, n]; with Config.NormPlusOne it uploads
+// 1+w computed in float32 (transformers' x·(1+w.float())), as float32 even for a BF16
+// checkpoint, since 1+w rounded back to bf16 would lose w's low bits.
+func (l *loader) norm(name string, n int) Weight {
+	if !l.m.cfg.NormPlusOne {
+		return l.weight(name, n)
+	}
+	t := l.raw(name, n)
+	if l.err != nil {
+		return nil
+	}
+	v := make([]float32, n)
+	switch d := t.Data().(type) {
+	case []uint16:
+		widenBF16Go(v, d)
+	case []float32:
+		copy(v, d)
+	}
+	for i := range v {
+		v[i] += 1
+	}
+	w, err := l.m.eng.Upload(name, tensor.New(tensor.WithShape(1, n), tensor.WithBacking(v)))
+	if err != nil {
+		l.err = err
+	}
+	return w
+}
+
+// split reads a fused projection [Σ rows, cols] and uploads its row blocks as
+// separate weights named name[a:b] (Phi-3's qkv_proj and gate_up_proj).
+func (l *loader) split(name string, cols int, rows ...int) []Linear {
+	total := 0
+	for _, r := range rows {
+		total += r
+	}
+	t := l.raw(name, total, cols)
+	if l.err != nil {
+		return make([]Linear, len(rows))
+	}
+	out := make([]Linear, len(rows))
+	r0 := 0
+	for i, r := range rows {
+		var part *tensor.Dense
+		switch d := t.Data().(type) {
+		case []uint16:
+			part = tensor.New(tensor.WithShape(r, cols), tensor.WithBacking(d[r0*cols:(r0+r)*cols]))
+		case []float32:
+			part = tensor.New(tensor.WithShape(r, cols), tensor.WithBacking(d[r0*cols:(r0+r)*cols]))
+		}
+		w, err := l.m.eng.Upload(fmt.Sprintf("%s[%d:%d]", name, r0, r0+r), part)
+		if err != nil {
+			l.err = err
+			return out
+		}
+		out[i] = Linear{W: w}
+		r0 += r
+	}
+	return out
+}
+
 func (l *loader) linear(name string, rows, cols int, bias bool) Linear {
 	lin := Linear{W: l.weight(name+".weight", rows, cols)}
 	if bias {
@@ -172,22 +246,50 @@ func (m *Model) loadWeights() error {
 	H, I, V := c.HiddenSize, c.IntermediateSize, c.VocabSize
 	qDim, kvDim := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	m.embed = l.weight("model.embed_tokens.weight", V, H)
+	m.embedScale = 1
+	if c.EmbedScale {
+		// transformers multiplies by a tensor of √hidden_size in the embedding's dtype.
+		info, _ := m.st.Info("model.embed_tokens.weight")
+		m.embedScale = roundToDType(float32(math.Sqrt(float64(H))), info.DType)
+	}
 	for i := 0; i < c.NumLayers && l.err == nil; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		ly := layer{
-			attnNorm: l.weight(p+"input_layernorm.weight", H),
-			mlpNorm:  l.weight(p+"post_attention_layernorm.weight", H),
-			q:        l.linear(p+"self_attn.q_proj", qDim, H, c.QKVBias),
-			k:        l.linear(p+"self_attn.k_proj", kvDim, H, c.QKVBias),
-			v:        l.linear(p+"self_attn.v_proj", kvDim, H, c.QKVBias),
-			o:        l.linear(p+"self_attn.o_proj", H, qDim, c.OBias),
-			gate:     l.linear(p+"mlp.gate_proj", I, H, c.MLPBias),
-			up:       l.linear(p+"mlp.up_proj", I, H, c.MLPBias),
-			down:     l.linear(p+"mlp.down_proj", H, I, c.MLPBias),
+			attnNorm: l.norm(p+"input_layernorm.weight", H),
+			attn:     AttentionOptions{Scale: float32(c.AttnScale), Window: c.Window(i)},
+			local:    m.ropeLocal != nil && c.Window(i) > 0,
 		}
+		if c.SandwichNorms {
+			ly.postAttnNorm = l.norm(p+"post_attention_layernorm.weight", H)
+			ly.mlpNorm = l.norm(p+"pre_feedforward_layernorm.weight", H)
+			ly.postMLPNorm = l.norm(p+"post_feedforward_layernorm.weight", H)
+		} else {
+			ly.mlpNorm = l.norm(p+"post_attention_layernorm.weight", H)
+		}
+		if c.FusedQKV {
+			qkv := l.split(p+"self_attn.qkv_proj.weight", H, qDim, kvDim, kvDim)
+			ly.q, ly.k, ly.v = qkv[0], qkv[1], qkv[2]
+		} else {
+			ly.q = l.linear(p+"self_attn.q_proj", qDim, H, c.QKVBias)
+			ly.k = l.linear(p+"self_attn.k_proj", kvDim, H, c.QKVBias)
+			ly.v = l.linear(p+"self_attn.v_proj", kvDim, H, c.QKVBias)
+		}
+		ly.o = l.linear(p+"self_attn.o_proj", H, qDim, c.OBias)
+		if c.QKNorm {
+			ly.qNorm = l.norm(p+"self_attn.q_norm.weight", c.HeadDim)
+			ly.kNorm = l.norm(p+"self_attn.k_norm.weight", c.HeadDim)
+		}
+		if c.FusedGateUp {
+			gu := l.split(p+"mlp.gate_up_proj.weight", H, I, I)
+			ly.gate, ly.up = gu[0], gu[1]
+		} else {
+			ly.gate = l.linear(p+"mlp.gate_proj", I, H, c.MLPBias)
+			ly.up = l.linear(p+"mlp.up_proj", I, H, c.MLPBias)
+		}
+		ly.down = l.linear(p+"mlp.down_proj", H, I, c.MLPBias)
 		m.layers = append(m.layers, ly)
 	}
-	m.norm = l.weight("model.norm.weight", H)
+	m.norm = l.norm("model.norm.weight", H)
 	if c.TieEmbeddings {
 		m.lmHead = m.embed
 	} else {
@@ -236,7 +338,9 @@ type State struct {
 	kv       KV
 	cos, sin []float32 // [n, headDim/2] for the positions of the current call
 	n        int       // rows the activations below are shaped for
-	bufs     struct {
+	// cosL, sinL: the same for the sliding layers' RoPE (Model.ropeLocal), if any
+	cosL, sinL []float32
+	bufs       struct {
 		x, q, k, v, att, g, h *tensor.Dense
 		logits                *tensor.Dense // host [n, vocab], ForwardAll
 	}
@@ -281,8 +385,11 @@ func (s *State) ensure(n int, allLogits bool) error {
 			return err
 		}
 		b.logits = nil
-		half := c.HeadDim / 2
+		half := c.RotaryDim / 2
 		s.cos, s.sin = make([]float32, n*half), make([]float32, n*half)
+		if s.m.ropeLocal != nil {
+			s.cosL, s.sinL = make([]float32, n*half), make([]float32, n*half)
+		}
 		s.n = n
 	}
 	if allLogits && s.bufs.logits == nil {
@@ -314,9 +421,13 @@ func (m *Model) ForwardAll(s *State, ids []int) (*tensor.Dense, error) {
 	return s.bufs.logits, nil
 }
 
-// forward runs the decoder on the engine: per layer, RMSNorm fused with the q/k/v
-// projections, RoPE, attention over the cache, o_proj added to the residual stream,
-// RMSNorm fused with gate/up and SiLU·mul, down_proj added to the residual stream.
+// forward runs the decoder on the engine: the embedding (scaled for Gemma); per layer,
+// RMSNorm fused with the q/k/v projections, the per-head q/k norms (Qwen3, Gemma3),
+// RoPE (the layer's own for Gemma3's sliding layers), attention over the cache (with
+// the layer's window and scale), o_proj added to the residual stream (normalized
+// first with Gemma3's sandwich norms), RMSNorm fused with gate/up and the gated
+// activation, down_proj added to the residual stream (normalized first, likewise);
+// the final RMSNorm, lm_head, and the logits' softcap (Gemma3) on the host.
 func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 	if m.eng == nil {
 		return errors.New("model: forward on a closed model")
@@ -341,29 +452,55 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 		return err
 	}
 	e, b := m.eng, &s.bufs
-	hd := c.HeadDim
-	half := hd / 2
+	hd, rd := c.HeadDim, c.RotaryDim
+	half := rd / 2
 	eps := float32(c.RMSNormEps)
 	pos0 := s.pos
 	for t := 0; t < n; t++ {
-		m.rope.CosSin(pos0+t, s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half])
+		m.rope.CosSinAt(pos0+t, pos0+n, s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half])
+		if m.ropeLocal != nil {
+			m.ropeLocal.CosSinAt(pos0+t, pos0+n, s.cosL[t*half:(t+1)*half], s.sinL[t*half:(t+1)*half])
+		}
 	}
 	ops := func() error {
-		if err := e.Rows(b.x, m.embed, ids); err != nil {
+		if err := e.Rows(b.x, m.embed, ids, m.embedScale); err != nil {
 			return err
 		}
 		for li := range m.layers {
 			ly := &m.layers[li]
+			cos, sin := s.cos, s.sin
+			if ly.local {
+				cos, sin = s.cosL, s.sinL
+			}
 			steps := [...]func() error{
 				func() error {
 					return e.NormMatMul([]*tensor.Dense{b.q, b.k, b.v}, b.x, ly.attnNorm, eps, []Linear{ly.q, ly.k, ly.v})
 				},
-				func() error { return e.RoPE(b.q, hd, s.cos, s.sin) },
-				func() error { return e.RoPE(b.k, hd, s.cos, s.sin) },
-				func() error { return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0) },
-				func() error { return e.Residual(b.x, b.att, ly.o) },
-				func() error { return e.NormSwiGLU(b.g, b.x, ly.mlpNorm, eps, ly.gate, ly.up) },
-				func() error { return e.Residual(b.x, b.g, ly.down) },
+				func() error {
+					if ly.qNorm == nil {
+						return nil
+					}
+					if err := e.HeadRMSNorm(b.q, ly.qNorm, eps); err != nil {
+						return err
+					}
+					return e.HeadRMSNorm(b.k, ly.kNorm, eps)
+				},
+				func() error { return e.RoPE(b.q, hd, rd, cos, sin) },
+				func() error { return e.RoPE(b.k, hd, rd, cos, sin) },
+				func() error { return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0, ly.attn) },
+				func() error {
+					if ly.postAttnNorm != nil {
+						return e.ResidualNorm(b.x, b.att, ly.o, ly.postAttnNorm, eps)
+					}
+					return e.Residual(b.x, b.att, ly.o)
+				},
+				func() error { return e.NormGLU(b.g, b.x, ly.mlpNorm, eps, ly.gate, ly.up, c.Activation) },
+				func() error {
+					if ly.postMLPNorm != nil {
+						return e.ResidualNorm(b.x, b.g, ly.down, ly.postMLPNorm, eps)
+					}
+					return e.Residual(b.x, b.g, ly.down)
+				},
 			}
 			for _, step := range steps {
 				if err := step(); err != nil {
@@ -382,6 +519,9 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 	var err error
 	if se, ok := e.(StepEngine); ok {
 		st := &Step{Seq: stepKey{s, allLogits}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
+		if m.ropeLocal != nil {
+			st.LocalCos, st.LocalSin = s.cosL[:n*half], s.sinL[:n*half]
+		}
 		err = se.Step(st, ops)
 	} else {
 		err = ops()
@@ -391,8 +531,11 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 	}
 	s.pos += n
 	if allLogits {
+		softcap(b.logits.Float32s(), c.FinalLogitSoftcap)
 		copy(s.pending, b.logits.Float32s()[(n-1)*c.VocabSize:])
+		return nil
 	}
+	softcap(s.pending, c.FinalLogitSoftcap)
 	return nil
 }
 
@@ -401,6 +544,38 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 type stepKey struct {
 	s   *State
 	all bool
+}
+
+// softcap sets x[i] = cap·tanh(x[i]/cap) in float32 steps as transformers does (cap 0:
+// nothing).
+func softcap(x []float32, cap float64) {
+	if cap == 0 {
+		return
+	}
+	c := float32(cap)
+	for i, v := range x {
+		x[i] = float32(math.Tanh(float64(v/c))) * c
+	}
+}
+
+// roundToDType rounds v to the nearest value of a checkpoint dtype (ties to even), as
+// PyTorch's conversion does: BF16 keeps 8 significant bits, F16 11 (v must be in F16's
+// normal range), F32 all.
+func roundToDType(v float32, d DType) float32 {
+	drop := 0
+	switch d {
+	case BF16:
+		drop = 16
+	case F16:
+		drop = 13
+	default:
+		return v
+	}
+	b := math.Float32bits(v)
+	half := uint32(1) << (drop - 1)
+	lsb := (b >> drop) & 1
+	b = (b + half - 1 + lsb) &^ (uint32(1)<<drop - 1)
+	return math.Float32frombits(b)
 }
 
 func firstErr(errs ...error) error {

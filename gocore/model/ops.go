@@ -27,16 +27,38 @@ func SiLUMul(gate, up []float32) {
 	}
 }
 
+// GELUTanhMul writes gate[i] = gelu(gate[i]) · up[i], the GeGLU activation, with
+// PyTorch's tanh approximation gelu(g) = g/2·(1 + tanh(√(2/π)·(g + 0.044715·g³)))
+// (computed in float64, rounded once).
+func GELUTanhMul(gate, up []float32) {
+	up = up[:len(gate)]
+	const k = 0.7978845608028654 // √(2/π)
+	for i, g := range gate {
+		x := float64(g)
+		gate[i] = float32(0.5*x*(1+math.Tanh(k*(x+0.044715*x*x*x)))) * up[i]
+	}
+}
+
 // RoPE holds the rotary position embedding of one model: inverse frequencies per pair
-// of head dimensions, after any llama3 or linear scaling. It rotates in Hugging Face's
-// rotate_half convention: dimension i pairs with i + headDim/2 (not interleaved pairs).
+// of head dimensions, after any llama3, linear or longrope scaling. It rotates in
+// Hugging Face's rotate_half convention: dimension i pairs with i + headDim/2 (not
+// interleaved pairs). headDim is the rotary dimension (Config.RotaryDim), which is less
+// than the attention head's under partial rotary embeddings.
 type RoPE struct {
 	headDim int
 	invFreq []float32 // headDim/2 entries
+	// longrope: the frequencies for sequences longer than longAfter positions (nil:
+	// none), and the factor cos and sin are multiplied by (1: none).
+	longFreq  []float32
+	longAfter int
+	mscale    float32
 }
 
 // NewRoPE computes the inverse frequencies theta^(-2i/headDim) (in float32, as
-// transformers does) and applies scaling (nil: none).
+// transformers does) and applies scaling (nil: none). For longrope, invFreq[i] is
+// divided by short_factor[i] (sequences up to original_max_position_embeddings) or
+// long_factor[i] (longer ones: see CosSinAt), and cos and sin are multiplied by the
+// attention factor.
 func NewRoPE(headDim int, theta float64, scaling *RopeScaling) (*RoPE, error) {
 	if headDim <= 0 || headDim%2 != 0 {
 		return nil, fmt.Errorf("model: rotary embeddings need a positive even head dimension, got %d", headDim)
@@ -48,10 +70,26 @@ func NewRoPE(headDim int, theta float64, scaling *RopeScaling) (*RoPE, error) {
 	inv := make([]float32, half)
 	for i := range inv {
 		e := float32(2*i) / float32(headDim)
-		inv[i] = 1 / float32(math.Pow(theta, float64(e)))
+		inv[i] = 1 / powTheta(theta, e)
 	}
+	r := &RoPE{headDim: headDim, invFreq: inv, mscale: 1}
 	if scaling != nil {
 		switch scaling.Type {
+		case "longrope":
+			if len(scaling.ShortFactor) != half || len(scaling.LongFactor) != half {
+				return nil, fmt.Errorf("model: longrope needs %d short and long factors, got %d and %d", half, len(scaling.ShortFactor), len(scaling.LongFactor))
+			}
+			r.longFreq = make([]float32, half)
+			for i := range inv {
+				// transformers: 1 / (ext_factors * base**(2i/dim)), in float32
+				pw := powTheta(theta, float32(2*i)/float32(headDim))
+				inv[i] = 1 / (float32(scaling.ShortFactor[i]) * pw)
+				r.longFreq[i] = 1 / (float32(scaling.LongFactor[i]) * pw)
+			}
+			r.longAfter = scaling.OriginalMaxPositions
+			if scaling.AttentionFactor > 0 {
+				r.mscale = float32(scaling.AttentionFactor)
+			}
 		case "linear":
 			for i := range inv {
 				inv[i] = float32(float64(inv[i]) / scaling.Factor)
@@ -76,7 +114,7 @@ func NewRoPE(headDim int, theta float64, scaling *RopeScaling) (*RoPE, error) {
 			return nil, fmt.Errorf("model: rope scaling type %q is not supported", scaling.Type)
 		}
 	}
-	return &RoPE{headDim: headDim, invFreq: inv}, nil
+	return r, nil
 }
 
 // HeadDim returns the head dimension the embedding rotates.
@@ -85,13 +123,32 @@ func (r *RoPE) HeadDim() int { return r.headDim }
 // InvFreq returns a copy of the inverse frequencies (headDim/2 entries).
 func (r *RoPE) InvFreq() []float32 { return append([]float32(nil), r.invFreq...) }
 
+// powTheta is theta^e rounded to float32.
+func powTheta(theta float64, e float32) float32 { return float32(math.Pow(theta, float64(e))) }
+
 // CosSin fills cos and sin (headDim/2 entries each) for position pos: the angle of
 // pair i is pos·invFreq[i], rounded to float32 before cos and sin as in transformers.
-func (r *RoPE) CosSin(pos int, cos, sin []float32) {
-	for i, f := range r.invFreq {
+// For longrope it is CosSinAt(pos, pos+1, ...).
+func (r *RoPE) CosSin(pos int, cos, sin []float32) { r.CosSinAt(pos, pos+1, cos, sin) }
+
+// CosSinAt is CosSin for a position of a forward call whose sequence (cached and new
+// positions) has seqLen positions: longrope uses its long factors when seqLen exceeds
+// original_max_position_embeddings, as transformers' dynamic update does per call
+// (positions already in the KV cache keep the rotation they got). Other scalings
+// ignore seqLen.
+func (r *RoPE) CosSinAt(pos, seqLen int, cos, sin []float32) {
+	freq := r.invFreq
+	if r.longFreq != nil && seqLen > r.longAfter {
+		freq = r.longFreq
+	}
+	for i, f := range freq {
 		a := float64(float32(pos) * f)
 		cos[i] = float32(math.Cos(a))
 		sin[i] = float32(math.Sin(a))
+		if r.mscale != 1 {
+			cos[i] *= r.mscale
+			sin[i] *= r.mscale
+		}
 	}
 }
 
@@ -99,6 +156,18 @@ func (r *RoPE) CosSin(pos int, cos, sin []float32) {
 // head after head) by the angles whose cosines and sines CosSin gave:
 // x'[i] = x[i]·cos[i] − x[i+h]·sin[i] and x'[i+h] = x[i+h]·cos[i] + x[i]·sin[i], h = headDim/2.
 func (r *RoPE) Rotate(x, cos, sin []float32) { rotateHeads(x, r.headDim, cos, sin) }
+
+// rotateHeadsPartial rotates the first rotaryDim values of every head of headDim values
+// (cos and sin hold rotaryDim/2 entries) and leaves the rest.
+func rotateHeadsPartial(x []float32, headDim, rotaryDim int, cos, sin []float32) {
+	if rotaryDim == headDim {
+		rotateHeads(x, headDim, cos, sin)
+		return
+	}
+	for base := 0; base+headDim <= len(x); base += headDim {
+		rotateHeads(x[base:base+rotaryDim], rotaryDim, cos, sin)
+	}
+}
 
 // rotateHeads is Rotate for heads of headDim values.
 func rotateHeads(x []float32, headDim int, cos, sin []float32) {

@@ -66,7 +66,7 @@ func TestBF16ProductsMultiplyInputsRoundedToBF16(t *testing.T) {
 			// the weights are stored as panels of pairs; Rows reads them back
 			ids := []int{tc.rows - 1, 0, tc.rows / 2}
 			rows := dense(len(ids), tc.cols, make([]float32, len(ids)*tc.cols))
-			require.NoError(t, e.Rows(rows, wt, ids))
+			require.NoError(t, e.Rows(rows, wt, ids, 1))
 			for i, id := range ids {
 				assert.Equal(t, wv[id*tc.cols:(id+1)*tc.cols], rows.Float32s()[i*tc.cols:(i+1)*tc.cols], "rows %v %s", tc, name)
 			}

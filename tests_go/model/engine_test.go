@@ -91,7 +91,7 @@ func TestCPUKernelsMatchNaiveProducts(t *testing.T) {
 				// Rows reads the packed panels back.
 				ids := []int{tc.rows - 1, 0, tc.rows / 2}
 				rows := dense(len(ids), tc.cols, make([]float32, len(ids)*tc.cols))
-				require.NoError(t, e.Rows(rows, wt, ids))
+				require.NoError(t, e.Rows(rows, wt, ids, 1))
 				for i, id := range ids {
 					assert.Equal(t, wv[id*tc.cols:(id+1)*tc.cols], rows.Float32s()[i*tc.cols:(i+1)*tc.cols], "rows %v %s %s", tc, name, dtype)
 				}
@@ -155,8 +155,8 @@ func TestCPUFusedOpsMatchStepByStep(t *testing.T) {
 			assert.Equal(t, x, xd.Float32s(), "x is left unchanged")
 
 			dg := dense(n, inter, make([]float32, n*inter))
-			require.NoError(t, e.NormSwiGLU(dg, xd, vec(g), eps,
-				model.Linear{W: mat(inter, cols, wg), B: vec(bg)}, model.Linear{W: mat(inter, cols, wu), B: vec(bu)}))
+			require.NoError(t, e.NormGLU(dg, xd, vec(g), eps,
+				model.Linear{W: mat(inter, cols, wg), B: vec(bg)}, model.Linear{W: mat(inter, cols, wu), B: vec(bu)}, model.SiLU))
 			assert.InDeltaSlice(t, f64(act), f64(dg.Float32s()), 1e-4, "swiglu n=%d %s", n, name)
 
 			require.NoError(t, e.Residual(xd, dense(n, inter, act), model.Linear{W: mat(cols, inter, wd)}))
@@ -183,9 +183,9 @@ func TestCPURoPEMatchesRotate(t *testing.T) {
 	}
 	e := model.NewCPU(1)
 	xd := dense(n, cols, x)
-	require.NoError(t, e.RoPE(xd, 8, cos, sin))
+	require.NoError(t, e.RoPE(xd, 8, 8, cos, sin))
 	assert.Equal(t, want, xd.Float32s())
-	require.ErrorContains(t, e.RoPE(dense(2, 10, make([]float32, 20)), 8, cos, sin), "not rows of heads of 8")
+	require.ErrorContains(t, e.RoPE(dense(2, 10, make([]float32, 20)), 8, 8, cos, sin), "not rows of heads of 8")
 }
 
 func TestCPUAttentionMatchesNaive(t *testing.T) {
@@ -239,14 +239,14 @@ func testAttention(t *testing.T, hd int) {
 			}
 			out := dense(n, qDim, make([]float32, n*qDim))
 			require.NoError(t, e.Attention(out, dense(n, qDim, q[pos*qDim:(pos+n)*qDim]),
-				dense(n, kvDim, k[pos*kvDim:(pos+n)*kvDim]), dense(n, kvDim, v[pos*kvDim:(pos+n)*kvDim]), kv, 1, pos))
+				dense(n, kvDim, k[pos*kvDim:(pos+n)*kvDim]), dense(n, kvDim, v[pos*kvDim:(pos+n)*kvDim]), kv, 1, pos, model.AttentionOptions{}))
 			got = append(got, f64(out.Float32s())...)
 			pos += n
 		}
 		assert.GreaterOrEqual(t, kv.Cap(), total)
 		assert.InDeltaSlice(t, want, got, 1e-5, "%s, head dim %d", name, hd)
 		err = e.Attention(dense(1, qDim, make([]float32, qDim)), dense(1, qDim, q[:qDim]),
-			dense(1, kvDim, k[:kvDim]), dense(1, kvDim, v[:kvDim]), kv, 2, 0)
+			dense(1, kvDim, k[:kvDim]), dense(1, kvDim, v[:kvDim]), kv, 2, 0, model.AttentionOptions{})
 		require.ErrorContains(t, err, "layer 2 of 2")
 	}
 }

@@ -37,7 +37,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			"in order, then dist (mirostat 1 or 2 replaces the middle). Flags:")
 		printFlags(stderr, fs)
 	}
-	dir := fs.String("model", "", "Hugging Face model directory: config.json, *.safetensors, tokenizer.json (required unless --logits)")
+	dir := fs.String("model", "", "Hugging Face model directory: config.json, *.safetensors, tokenizer.json (required unless --logits); architectures: "+strings.Join(model.SupportedArchitectures(), ", "))
 	prompt := fs.String("prompt", "", "prompt text (required with --model, unless --chat)")
 	cf := addChatFlags(fs, true)
 	grammarPath := fs.String("grammar", "", "constrain the output with a GBNF grammar file")

@@ -17,16 +17,19 @@ func init() {
 	register("logits", "write a model's logits at every position of a token sequence", runLogits)
 }
 
-// runLogits runs the token ids through the model in one prefill and writes the logits
-// of every position as little-endian float32, row after row: [len(ids) × vocab_size].
+// runLogits runs the token ids through the model in one prefill (or, with --prefill N,
+// a prefill of the first N and one decode step per later id, which reads the KV
+// cache) and writes the logits of every position as little-endian float32, row after
+// row: [len(ids) × vocab_size].
 func runLogits(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logits", stderr)
-	dir := fs.String("model", "", "Hugging Face model directory (required)")
+	dir := fs.String("model", "", "Hugging Face model directory (required); architectures: "+strings.Join(model.SupportedArchitectures(), ", "))
 	idsFlag := fs.String("ids", "", "comma-separated token ids (required)")
 	out := fs.String("out", "", "output file (required)")
 	threads := fs.Int("threads", 0, "goroutines per product (0: GOMAXPROCS)")
 	device := deviceFlag(fs)
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
+	prefill := fs.Int("prefill", 0, "run the first N ids as one prefill and each later id as a decode step (0: all ids in one prefill)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +39,13 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	ids, err := parseIDs(*idsFlag)
 	if err != nil {
 		return usageError("--ids: %v", err)
+	}
+	if *prefill < 0 || *prefill > len(ids) {
+		return usageError("--prefill %d: want 0..%d (the number of ids)", *prefill, len(ids))
+	}
+	n := len(ids)
+	if *prefill > 0 {
+		n = *prefill
 	}
 	mopts := []model.Option{model.WithThreads(*threads)}
 	if *bf16Math {
@@ -51,9 +61,18 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2, err: err}
 	}
 	defer m.Close()
-	logits, err := m.ForwardAll(m.NewState(), ids)
+	st := m.NewState()
+	all, err := m.ForwardAll(st, ids[:n])
 	if err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	rows := append([]float32(nil), all.Float32s()...)
+	for i := n; i < len(ids); i++ {
+		last, err := m.Forward(st, ids[i:i+1])
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		rows = append(rows, last.Float32s()...)
 	}
 	f, err := os.Create(*out)
 	if err != nil {
@@ -61,7 +80,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var buf [4]byte
-	for _, v := range logits.Float32s() {
+	for _, v := range rows {
 		binary.LittleEndian.PutUint32(buf[:], math.Float32bits(v))
 		w.Write(buf[:])
 	}
