@@ -28,7 +28,8 @@ const (
 	scoreLimit   = 32 << 20 // floats of attention scores one launch may use (128 MiB)
 	threads      = 256
 	maxHeadDim   = 256
-	glueSiLU     = 0
+	actSiLU      = 0 // the kernels' act argument
+	actGELUTanh  = 1
 	modeStore    = 0
 	modeAdd      = 1
 	pinnedParams = 1 << 16 // bytes of the decode step's pinned parameter block
@@ -130,13 +131,14 @@ type hostOut struct {
 
 // stepRun is the state of a Step in progress.
 type stepRun struct {
-	st        *model.Step
-	capturing bool
-	devIDs    cu.DevicePtr
-	devPos    cu.DevicePtr
-	devCos    cu.DevicePtr
-	devSin    cu.DevicePtr
-	outputs   []hostOut
+	st                       *model.Step
+	capturing                bool
+	devIDs                   cu.DevicePtr
+	devPos                   cu.DevicePtr
+	devCos                   cu.DevicePtr
+	devSin                   cu.DevicePtr
+	devLocalCos, devLocalSin cu.DevicePtr
+	outputs                  []hostOut
 }
 
 // New opens the CUDA device, loads the kernels and makes a stream and a cuBLAS handle.
@@ -615,7 +617,7 @@ func (e *Engine) norm(what string, x *tensor.Dense, normW model.Weight, eps floa
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	err = e.launch(e.k.rmsnorm, rows, 1, 1, threads, h, xp, g, eps, cols, cols, n-rows)
+	err = e.launch(e.k.rmsnorm, rows, 1, 1, threads, h, xp, g, eps, cols, cols, n-rows, 0)
 	return h, rows, cols, err
 }
 
@@ -708,23 +710,32 @@ func (e *Engine) fusedMatVecs(dsts []*tensor.Dense, h cu.DevicePtr, cols int, ls
 	return true, e.launch(f, (rows+warpRows-1)/warpRows, 1, 1, threads, append([]any{h, cols}, args...)...)
 }
 
-// NormSwiGLU computes dst = silu(h·gateᵀ + bg) ⊙ (h·upᵀ + bu), h = RMSNorm(x).
-func (e *Engine) NormSwiGLU(dst, x *tensor.Dense, normW model.Weight, eps float32, gate, up model.Linear) error {
+// NormGLU computes dst = act(h·gateᵀ + bg) ⊙ (h·upᵀ + bu), h = RMSNorm(x).
+func (e *Engine) NormGLU(dst, x *tensor.Dense, normW model.Weight, eps float32, gate, up model.Linear, act model.Activation) error {
 	return e.call(func() error {
-		h, n, cols, err := e.norm("normswiglu", x, normW, eps, 0)
+		var ak int
+		switch act {
+		case model.SiLU:
+			ak = actSiLU
+		case model.GELUTanh:
+			ak = actGELUTanh
+		default:
+			return fmt.Errorf("cuda: glu: unknown activation %v", act)
+		}
+		h, n, cols, err := e.norm("normglu", x, normW, eps, 0)
 		if err != nil {
 			return err
 		}
-		gw, err := e.weight("normswiglu gate", gate.W)
+		gw, err := e.weight("normglu gate", gate.W)
 		if err != nil {
 			return err
 		}
-		uw, err := e.weight("normswiglu up", up.W)
+		uw, err := e.weight("normglu up", up.W)
 		if err != nil {
 			return err
 		}
 		if gw.cols != cols || uw.cols != cols || gw.rows != uw.rows || gw.bf16 != uw.bf16 {
-			return fmt.Errorf("cuda: normswiglu: gate %v and up %v for %d columns", gw.Shape(), uw.Shape(), cols)
+			return fmt.Errorf("cuda: normglu: gate %v and up %v for %d columns", gw.Shape(), uw.Shape(), cols)
 		}
 		bg, err := e.vector("gate bias", gate.B, gw.rows)
 		if err != nil {
@@ -734,19 +745,19 @@ func (e *Engine) NormSwiGLU(dst, x *tensor.Dense, normW model.Weight, eps float3
 		if err != nil {
 			return err
 		}
-		dp, dn, dc, err := e.act("normswiglu output", dst)
+		dp, dn, dc, err := e.act("normglu output", dst)
 		if err != nil {
 			return err
 		}
 		if dn != n || dc != gw.rows {
-			return fmt.Errorf("cuda: normswiglu: output %v, want [%d %d]", dst.Shape(), n, gw.rows)
+			return fmt.Errorf("cuda: normglu: output %v, want [%d %d]", dst.Shape(), n, gw.rows)
 		}
 		if n == 1 {
 			f := e.k.gluF32
 			if gw.bf16 {
 				f = e.k.gluBF16
 			}
-			return e.launch(f, (gw.rows+warpRows-1)/warpRows, 1, 1, threads, dp, h, gw.ptr, uw.ptr, bg, bu, gw.rows, cols, glueSiLU)
+			return e.launch(f, (gw.rows+warpRows-1)/warpRows, 1, 1, threads, dp, h, gw.ptr, uw.ptr, bg, bu, gw.rows, cols, ak)
 		}
 		gp, err := e.grow("gate", 4*n*gw.rows)
 		if err != nil {
@@ -759,7 +770,7 @@ func (e *Engine) NormSwiGLU(dst, x *tensor.Dense, normW model.Weight, eps float3
 			return err
 		}
 		total := int64(n * gw.rows)
-		return e.launch(e.k.glu, blocks(total), 1, 1, threads, dp, gp, dp, total, glueSiLU)
+		return e.launch(e.k.glu, blocks(total), 1, 1, threads, dp, gp, dp, total, ak)
 	})
 }
 
@@ -789,6 +800,67 @@ func (e *Engine) Residual(x, in *tensor.Dense, l model.Linear) error {
 	})
 }
 
+// HeadRMSNorm normalizes, in place, every segment of len(norm) values of every row of
+// x (each attention head).
+func (e *Engine) HeadRMSNorm(x *tensor.Dense, normW model.Weight, eps float32) error {
+	return e.call(func() error {
+		xp, n, cols, err := e.act("head rmsnorm", x)
+		if err != nil {
+			return err
+		}
+		cw, err := e.weight("head rmsnorm", normW)
+		if err != nil {
+			return err
+		}
+		d := cw.cols
+		if cw.rows != 1 || cols%d != 0 {
+			return fmt.Errorf("cuda: head rmsnorm: x %v is not rows of heads of %d (%q)", x.Shape(), d, cw.name)
+		}
+		return e.launch(e.k.rmsnorm, n, cols/d, 1, threads, xp, xp, cw.ptr, eps, d, cols, 0, 0)
+	})
+}
+
+// ResidualNorm adds a normalized projection to the residual stream:
+// x += RMSNorm(in·l.Wᵀ + l.B), each row normalized on its own.
+func (e *Engine) ResidualNorm(x, in *tensor.Dense, l model.Linear, normW model.Weight, eps float32) error {
+	return e.call(func() error {
+		cw, err := e.weight("residualnorm", l.W)
+		if err != nil {
+			return err
+		}
+		xp, n, cols, err := e.act("residualnorm stream", x)
+		if err != nil {
+			return err
+		}
+		ip, in_, icols, err := e.act("residualnorm input", in)
+		if err != nil {
+			return err
+		}
+		if in_ != n || icols != cw.cols || cols != cw.rows {
+			return fmt.Errorf("cuda: residualnorm %q [%d %d]: x %v, input %v", cw.name, cw.rows, cw.cols, x.Shape(), in.Shape())
+		}
+		b, err := e.vector("residualnorm bias", l.B, cw.rows)
+		if err != nil {
+			return err
+		}
+		g, err := e.vector("residualnorm norm", normW, cols)
+		if err != nil {
+			return err
+		}
+		if g == 0 {
+			return errors.New("cuda: residualnorm: nil norm weight")
+		}
+		yp, err := e.grow("residualnorm", 4*n*cols)
+		if err != nil {
+			return err
+		}
+		if err := e.product(yp, ip, n, cw, b, modeStore); err != nil {
+			return err
+		}
+		return e.launch(e.k.rmsnorm, n, 1, 1, threads, xp, yp, g, eps, cols, cols, 0, 1)
+	})
+}
+
 // RMSNorm normalizes the last rows of x (as many as dst has) into dst.
 func (e *Engine) RMSNorm(dst, x *tensor.Dense, normW model.Weight, eps float32) error {
 	return e.call(func() error {
@@ -810,7 +882,7 @@ func (e *Engine) RMSNorm(dst, x *tensor.Dense, normW model.Weight, eps float32) 
 		if g == 0 {
 			return errors.New("cuda: rmsnorm: nil norm weight")
 		}
-		return e.launch(e.k.rmsnorm, dn, 1, 1, threads, dp, xp, g, eps, cols, cols, n-dn)
+		return e.launch(e.k.rmsnorm, dn, 1, 1, threads, dp, xp, g, eps, cols, cols, n-dn, 0)
 	})
 }
 
@@ -830,17 +902,18 @@ func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// RoPE rotates every head of x's rows by the host angles cos/sin.
-func (e *Engine) RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error {
+// RoPE rotates the first rotaryDim values of every head of x's rows by the host angles
+// cos/sin (rotaryDim/2 per row).
+func (e *Engine) RoPE(x *tensor.Dense, headDim, rotaryDim int, cos, sin []float32) error {
 	return e.call(func() error {
 		xp, n, cols, err := e.act("rope", x)
 		if err != nil {
 			return err
 		}
-		if headDim <= 0 || headDim%2 != 0 || cols%headDim != 0 {
-			return fmt.Errorf("cuda: rope: x %v is not rows of heads of %d", x.Shape(), headDim)
+		if headDim <= 0 || cols%headDim != 0 || rotaryDim <= 0 || rotaryDim%2 != 0 || rotaryDim > headDim {
+			return fmt.Errorf("cuda: rope: x %v is not rows of heads of %d with %d rotary values", x.Shape(), headDim, rotaryDim)
 		}
-		half := headDim / 2
+		half := rotaryDim / 2
 		if len(cos) < n*half || len(sin) < n*half {
 			return fmt.Errorf("cuda: rope: %d cos and %d sin values for %d rows of %d pairs", len(cos), len(sin), n, half)
 		}
@@ -848,6 +921,8 @@ func (e *Engine) RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error {
 		var cp, sp cu.DevicePtr
 		if s := e.step; s != nil && sameSlice(cos, s.st.Cos) && sameSlice(sin, s.st.Sin) {
 			cp, sp = s.devCos, s.devSin
+		} else if s != nil && s.st.LocalCos != nil && sameSlice(cos, s.st.LocalCos) && sameSlice(sin, s.st.LocalSin) {
+			cp, sp = s.devLocalCos, s.devLocalSin
 		} else {
 			if e.step != nil && e.step.capturing {
 				return errors.New("cuda: rope: angles other than the step's during a graph capture")
@@ -860,7 +935,7 @@ func (e *Engine) RoPE(x *tensor.Dense, headDim int, cos, sin []float32) error {
 			}
 		}
 		pairs := int64(n * (cols / headDim) * half)
-		return e.launch(e.k.rope, blocks(pairs), 1, 1, threads, xp, cp, sp, n, cols, headDim)
+		return e.launch(e.k.rope, blocks(pairs), 1, 1, threads, xp, cp, sp, n, cols, headDim, rotaryDim)
 	})
 }
 
@@ -926,7 +1001,7 @@ func (e *Engine) growKV(kv *kvCache, need, used int) error {
 }
 
 // Attention appends k and v at positions pos0.. and attends over the cache.
-func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0 int) error {
+func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0 int, opt model.AttentionOptions) error {
 	return e.call(func() error {
 		kv, ok := kvh.(*kvCache)
 		if !ok || kv == nil {
@@ -986,7 +1061,13 @@ func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0
 		if err != nil {
 			return err
 		}
-		scale := float32(1 / math.Sqrt(float64(hd)))
+		scale := opt.Scale
+		if scale == 0 {
+			scale = float32(1 / math.Sqrt(float64(hd)))
+		}
+		if opt.Window < 0 {
+			return fmt.Errorf("cuda: attention: window %d", opt.Window)
+		}
 		for t0 := 0; t0 < n; t0 += chunk {
 			rows := min(chunk, n-t0)
 			// Positions a launch can reach: pos0+n (host-known outside graphs; in a graph
@@ -996,11 +1077,11 @@ func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0
 				reach = ppos
 			}
 			if err := e.launch(e.k.attnScores, (reach+warpRows-1)/warpRows, heads, rows, threads,
-				sp, qp, kv.k[layer], posp, t0, heads, kv.kvHeads, hd, ppos, scale, 0); err != nil {
+				sp, qp, kv.k[layer], posp, t0, heads, kv.kvHeads, hd, ppos, scale, opt.Window); err != nil {
 				return err
 			}
 			if err := e.launch(e.k.attnAV, heads, rows, 1, threads,
-				op, sp, kv.v[layer], posp, t0, heads, kv.kvHeads, hd, ppos, 0); err != nil {
+				op, sp, kv.v[layer], posp, t0, heads, kv.kvHeads, hd, ppos, opt.Window); err != nil {
 				return err
 			}
 		}
@@ -1008,8 +1089,8 @@ func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0
 	})
 }
 
-// Rows copies embedding rows ids of w into dst.
-func (e *Engine) Rows(dst *tensor.Dense, w model.Weight, ids []int) error {
+// Rows copies embedding rows ids of w into dst, each value multiplied by scale.
+func (e *Engine) Rows(dst *tensor.Dense, w model.Weight, ids []int, scale float32) error {
 	return e.call(func() error {
 		cw, err := e.weight("rows", w)
 		if err != nil {
@@ -1046,7 +1127,7 @@ func (e *Engine) Rows(dst *tensor.Dense, w model.Weight, ids []int) error {
 		if cw.bf16 {
 			f = e.k.rowsBF16
 		}
-		return e.launch(f, n, 1, 1, threads, dp, cw.ptr, ip, cols)
+		return e.launch(f, n, 1, 1, threads, dp, cw.ptr, ip, cols, scale)
 	})
 }
 
@@ -1104,14 +1185,19 @@ func (e *Engine) Step(st *model.Step, ops func() error) (err error) {
 	if n > 0 {
 		half = len(st.Cos) / n
 	}
-	if n == 0 || len(st.Cos) != n*half || len(st.Sin) != n*half {
-		return fmt.Errorf("cuda: step of %d ids with %d cos and %d sin values", n, len(st.Cos), len(st.Sin))
+	if n == 0 || len(st.Cos) != n*half || len(st.Sin) != n*half ||
+		len(st.LocalCos) != len(st.LocalSin) || (st.LocalCos != nil && len(st.LocalCos) != n*half) {
+		return fmt.Errorf("cuda: step of %d ids with %d cos, %d sin, %d local cos and %d local sin values",
+			n, len(st.Cos), len(st.Sin), len(st.LocalCos), len(st.LocalSin))
 	}
-	// Parameter block: ids (int32), pos0 (int32), cos, sin; 16-byte aligned parts.
+	// Parameter block: ids (int32), pos0 (int32), cos, sin, local cos, local sin;
+	// 16-byte aligned parts.
 	idsOff, posOff := 0, align(4*n)
 	cosOff := posOff + 16
 	sinOff := cosOff + align(4*n*half)
-	total := sinOff + align(4*n*half)
+	lcosOff := sinOff + align(4*n*half)
+	lsinOff := lcosOff + align(4*len(st.LocalCos))
+	total := lsinOff + align(4*len(st.LocalSin))
 	run := &stepRun{st: st}
 	var host unsafe.Pointer
 	var dev cu.DevicePtr
@@ -1134,8 +1220,11 @@ func (e *Engine) Step(st *model.Step, ops func() error) (err error) {
 	*(*int32)(unsafe.Add(host, posOff)) = int32(st.Pos0)
 	copy(unsafe.Slice((*float32)(unsafe.Add(host, cosOff)), n*half), st.Cos)
 	copy(unsafe.Slice((*float32)(unsafe.Add(host, sinOff)), n*half), st.Sin)
+	copy(unsafe.Slice((*float32)(unsafe.Add(host, lcosOff)), len(st.LocalCos)), st.LocalCos)
+	copy(unsafe.Slice((*float32)(unsafe.Add(host, lsinOff)), len(st.LocalSin)), st.LocalSin)
 	run.devIDs, run.devPos = dev+cu.DevicePtr(idsOff), dev+cu.DevicePtr(posOff)
 	run.devCos, run.devSin = dev+cu.DevicePtr(cosOff), dev+cu.DevicePtr(sinOff)
+	run.devLocalCos, run.devLocalSin = dev+cu.DevicePtr(lcosOff), dev+cu.DevicePtr(lsinOff)
 
 	if !decode {
 		if err := cu.MemcpyHtoD(dev, host, int64(total)); err != nil {

@@ -75,11 +75,12 @@ __device__ __forceinline__ float act_mul(int act, float g, float u) {
 
 // ---- norms -----------------------------------------------------------------------------
 
-// rmsnorm: out[r, :] = x[xrow0 + r, :] / sqrt(mean(x²) + eps) * w, one block per row.
-// groups > 1 normalizes each row as groups consecutive slices of cols/groups values
-// (per-head norms): grid (rows, groups), cols is the slice length.
+// rmsnorm: out[r, :] = x[xrow0 + r, :] / sqrt(mean(x²) + eps) * w, one block per row;
+// add != 0 adds the result to out instead (a norm on a residual branch). With a grid of
+// (rows, groups), each row is groups consecutive slices of cols values normalized on
+// their own (per-head norms; ld is the row width); out may be x.
 extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w, float eps,
-                                   int cols, int ld, int xrow0) {
+                                   int cols, int ld, int xrow0, int add) {
     __shared__ float sh[32];
     int r = blockIdx.x, g = blockIdx.y;
     const float *xr = x + (size_t)(xrow0 + r) * ld + (size_t)g * cols;
@@ -88,7 +89,10 @@ extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w, f
     for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += xr[c] * xr[c];
     ss = block_sum(ss, sh);
     float inv = 1.0f / sqrtf(ss / (float)cols + eps);
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) outr[c] = xr[c] * inv * w[c];
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        float v = xr[c] * inv * w[c];
+        outr[c] = add ? outr[c] + v : v;
+    }
 }
 
 // ---- products --------------------------------------------------------------------------
@@ -243,24 +247,28 @@ extern "C" __global__ void scale(float *x, float s, long long n) {
 
 // ---- embedding, rotary embedding -------------------------------------------------------------
 
-// dst[t, :] = W[ids[t], :], one block per row t.
-extern "C" __global__ void rows_bf16(float *dst, const uint16_t *w, const int *ids, int cols) {
+// dst[t, :] = W[ids[t], :] · scale, one block per row t (scale 1: an exact copy).
+extern "C" __global__ void rows_bf16(float *dst, const uint16_t *w, const int *ids, int cols,
+                                     float scale) {
     int t = blockIdx.x;
     const uint16_t *src = w + (size_t)ids[t] * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = bf16_to_f32(src[c]);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        dst[(size_t)t * cols + c] = bf16_to_f32(src[c]) * scale;
 }
 
-extern "C" __global__ void rows_f32(float *dst, const float *w, const int *ids, int cols) {
+extern "C" __global__ void rows_f32(float *dst, const float *w, const int *ids, int cols,
+                                    float scale) {
     int t = blockIdx.x;
     const float *src = w + (size_t)ids[t] * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = src[c];
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = src[c] * scale;
 }
 
-// Rotates every head of every row t of x (n rows of cols values, heads of headDim, the
-// rotate_half pairing: i with i + headDim/2) by cos/sin[t*half + i]; one thread per pair.
+// Rotates the first rotaryDim values of every head of every row t of x (n rows of cols
+// values, heads of headDim, the rotate_half pairing: i with i + rotaryDim/2) by
+// cos/sin[t*half + i], half = rotaryDim/2; one thread per pair.
 extern "C" __global__ void rope(float *x, const float *cos, const float *sin, int n, int cols,
-                                int headDim) {
-    int half = headDim >> 1;
+                                int headDim, int rotaryDim) {
+    int half = rotaryDim >> 1;
     long long pairs = (long long)n * (cols / headDim) * half;
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= pairs) return;

@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "2fa4668e2084c8c91bceafd747ce2f6e55b1ea0406f55a26d2026de868b2ab65"
-	KernelsFatbinSHA256 = "13e79df678e7b3d5899174f82f4af6f68fa05c601cde7ab963a979de507a619e"
+	KernelsSourceSHA256 = "d5b061a814073042d3de2471486cd9c88fbec56beea6eb216edd4f4c968ccf60"
+	KernelsFatbinSHA256 = "3e4961d24b189aa52f2727455e029773e7baf98586a24178f687a593353ff1ce"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )

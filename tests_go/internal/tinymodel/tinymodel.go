@@ -1,6 +1,6 @@
-// Package tinymodel writes small random-weight Llama-family checkpoints (config.json and
-// a hand-written model.safetensors, f32 or bf16) for tests that need a model directory
-// without Python.
+// Package tinymodel writes small random-weight checkpoints of the architectures
+// gocore/model loads (config.json and a hand-written model.safetensors, f32 or bf16)
+// for tests that need a model directory without Python.
 package tinymodel
 
 import (
@@ -16,10 +16,16 @@ import (
 
 // Config is the shape of the model to write.
 type Config struct {
+	// Arch is config.json's architecture (default LlamaForCausalLM, or Qwen2ForCausalLM
+	// with QKVBias); Qwen3, Mistral, Phi3 and Gemma3 ...ForCausalLM get their tensors
+	// (per-head q/k norms, fused projections, sandwich norms stored as w-1).
+	Arch                                         string
 	Hidden, Inter, Layers, Heads, KVHeads, Vocab int
-	MaxPositions                                 int  // default 512
-	Tie, QKVBias                                 bool // tied embeddings; q/k/v biases (Qwen2)
-	BF16                                         bool // store weights as bfloat16 (rounded to nearest even)
+	HeadDim                                      int            // default Hidden/Heads
+	Extra                                        map[string]any // more config.json fields
+	MaxPositions                                 int            // default 512
+	Tie, QKVBias                                 bool           // tied embeddings; q/k/v biases (Qwen2)
+	BF16                                         bool           // store weights as bfloat16 (rounded to nearest even)
 }
 
 type tensor struct {
@@ -34,15 +40,32 @@ func Write(dir string, c Config, seed uint64) error {
 	if c.MaxPositions == 0 {
 		c.MaxPositions = 512
 	}
-	arch := "LlamaForCausalLM"
-	if c.QKVBias {
-		arch = "Qwen2ForCausalLM"
+	arch := c.Arch
+	if arch == "" {
+		arch = "LlamaForCausalLM"
+		if c.QKVBias {
+			arch = "Qwen2ForCausalLM"
+		}
+	}
+	hd := c.HeadDim
+	if hd == 0 {
+		hd = c.Hidden / c.Heads
 	}
 	cfg := map[string]any{
 		"architectures": []string{arch}, "hidden_size": c.Hidden, "intermediate_size": c.Inter,
 		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
 		"vocab_size": c.Vocab, "max_position_embeddings": c.MaxPositions, "rms_norm_eps": 1e-5,
-		"rope_theta": 10000.0, "tie_word_embeddings": c.Tie, "hidden_act": "silu",
+		"rope_theta": 10000.0, "tie_word_embeddings": c.Tie, "head_dim": hd,
+	}
+	gemma := arch == "Gemma3ForCausalLM"
+	if gemma {
+		cfg["hidden_act"] = "gelu_pytorch_tanh"
+		cfg["tie_word_embeddings"] = true // Gemma's output layer is the embedding
+	} else {
+		cfg["hidden_act"] = "silu"
+	}
+	for k, v := range c.Extra {
+		cfg[k] = v
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -63,20 +86,38 @@ func Write(dir string, c Config, seed uint64) error {
 		}
 		return tensor{name, shape, v}
 	}
-	hd := c.Hidden / c.Heads
+	normMean := float32(1)
+	if gemma {
+		normMean = 0 // Gemma stores w-1 and multiplies by 1+w
+	}
+	q, kv := c.Heads*hd, c.KVHeads*hd
 	ts := []tensor{rnd("model.embed_tokens.weight", 0.5, 0, c.Vocab, c.Hidden)}
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		ts = append(ts,
-			rnd(p+"input_layernorm.weight", 0.1, 1, c.Hidden),
-			rnd(p+"post_attention_layernorm.weight", 0.1, 1, c.Hidden),
-			rnd(p+"self_attn.q_proj.weight", 0.2, 0, c.Heads*hd, c.Hidden),
-			rnd(p+"self_attn.k_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
-			rnd(p+"self_attn.v_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
-			rnd(p+"self_attn.o_proj.weight", 0.2, 0, c.Hidden, c.Heads*hd),
-			rnd(p+"mlp.gate_proj.weight", 0.2, 0, c.Inter, c.Hidden),
-			rnd(p+"mlp.up_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+			rnd(p+"input_layernorm.weight", 0.1, normMean, c.Hidden),
+			rnd(p+"post_attention_layernorm.weight", 0.1, normMean, c.Hidden),
+			rnd(p+"self_attn.o_proj.weight", 0.2, 0, c.Hidden, q),
 			rnd(p+"mlp.down_proj.weight", 0.2, 0, c.Hidden, c.Inter))
+		if arch == "Phi3ForCausalLM" {
+			ts = append(ts, rnd(p+"self_attn.qkv_proj.weight", 0.2, 0, q+2*kv, c.Hidden),
+				rnd(p+"mlp.gate_up_proj.weight", 0.2, 0, 2*c.Inter, c.Hidden))
+		} else {
+			ts = append(ts,
+				rnd(p+"self_attn.q_proj.weight", 0.2, 0, q, c.Hidden),
+				rnd(p+"self_attn.k_proj.weight", 0.2, 0, kv, c.Hidden),
+				rnd(p+"self_attn.v_proj.weight", 0.2, 0, kv, c.Hidden),
+				rnd(p+"mlp.gate_proj.weight", 0.2, 0, c.Inter, c.Hidden),
+				rnd(p+"mlp.up_proj.weight", 0.2, 0, c.Inter, c.Hidden))
+		}
+		if gemma || arch == "Qwen3ForCausalLM" {
+			ts = append(ts, rnd(p+"self_attn.q_norm.weight", 0.1, normMean, hd),
+				rnd(p+"self_attn.k_norm.weight", 0.1, normMean, hd))
+		}
+		if gemma {
+			ts = append(ts, rnd(p+"pre_feedforward_layernorm.weight", 0.1, 0, c.Hidden),
+				rnd(p+"post_feedforward_layernorm.weight", 0.1, 0, c.Hidden))
+		}
 		if c.QKVBias {
 			ts = append(ts,
 				rnd(p+"self_attn.q_proj.bias", 0.1, 0, c.Heads*hd),
@@ -84,8 +125,8 @@ func Write(dir string, c Config, seed uint64) error {
 				rnd(p+"self_attn.v_proj.bias", 0.1, 0, c.KVHeads*hd))
 		}
 	}
-	ts = append(ts, rnd("model.norm.weight", 0.1, 1, c.Hidden))
-	if !c.Tie {
+	ts = append(ts, rnd("model.norm.weight", 0.1, normMean, c.Hidden))
+	if !c.Tie && !gemma {
 		ts = append(ts, rnd("lm_head.weight", 0.5, 0, c.Vocab, c.Hidden))
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
