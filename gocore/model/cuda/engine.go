@@ -606,12 +606,9 @@ func (e *Engine) norm(what string, x *tensor.Dense, normW model.Weight, eps floa
 	if rows <= 0 || rows > n {
 		rows = n
 	}
-	g, err := e.vector(what+" norm", normW, cols)
+	g, err := e.normWeight(what, normW, cols)
 	if err != nil {
 		return 0, 0, 0, err
-	}
-	if g == 0 {
-		return 0, 0, 0, fmt.Errorf("cuda: %s: nil norm weight", what)
 	}
 	h, err := e.grow("norm", 4*rows*cols)
 	if err != nil {
@@ -774,29 +771,54 @@ func (e *Engine) NormGLU(dst, x *tensor.Dense, normW model.Weight, eps float32, 
 	})
 }
 
+// branch is a projection added to the residual stream: x (n rows of w.rows) and the
+// branch's input (n rows of w.cols), checked against each other.
+type branch struct {
+	x, in   cu.DevicePtr
+	n, cols int
+	w       *weight
+	bias    cu.DevicePtr
+}
+
+func (e *Engine) branch(op string, x, in *tensor.Dense, l model.Linear) (branch, error) {
+	cw, err := e.weight(op, l.W)
+	if err != nil {
+		return branch{}, err
+	}
+	xp, n, cols, err := e.act(op+" stream", x)
+	if err != nil {
+		return branch{}, err
+	}
+	ip, in_, icols, err := e.act(op+" input", in)
+	if err != nil {
+		return branch{}, err
+	}
+	if in_ != n || icols != cw.cols || cols != cw.rows {
+		return branch{}, fmt.Errorf("cuda: %s %q [%d %d]: x %v, input %v", op, cw.name, cw.rows, cw.cols, x.Shape(), in.Shape())
+	}
+	b, err := e.vector(op+" bias", l.B, cw.rows)
+	if err != nil {
+		return branch{}, err
+	}
+	return branch{x: xp, in: ip, n: n, cols: cols, w: cw, bias: b}, nil
+}
+
+// normWeight resolves a norm's weight vector of n values, which must be given.
+func (e *Engine) normWeight(what string, w model.Weight, n int) (cu.DevicePtr, error) {
+	if w == nil {
+		return 0, fmt.Errorf("cuda: %s: nil norm weight", what)
+	}
+	return e.vector(what, w, n)
+}
+
 // Residual adds a projection to the residual stream: x += in·l.Wᵀ + l.B.
 func (e *Engine) Residual(x, in *tensor.Dense, l model.Linear) error {
 	return e.call(func() error {
-		cw, err := e.weight("residual", l.W)
+		b, err := e.branch("residual", x, in, l)
 		if err != nil {
 			return err
 		}
-		xp, n, cols, err := e.act("residual stream", x)
-		if err != nil {
-			return err
-		}
-		ip, in_, icols, err := e.act("residual input", in)
-		if err != nil {
-			return err
-		}
-		if in_ != n || icols != cw.cols || cols != cw.rows {
-			return fmt.Errorf("cuda: residual %q [%d %d]: x %v, input %v", cw.name, cw.rows, cw.cols, x.Shape(), in.Shape())
-		}
-		b, err := e.vector("residual bias", l.B, cw.rows)
-		if err != nil {
-			return err
-		}
-		return e.product(xp, ip, n, cw, b, modeAdd)
+		return e.product(b.x, b.in, b.n, b.w, b.bias, modeAdd)
 	})
 }
 
@@ -824,40 +846,22 @@ func (e *Engine) HeadRMSNorm(x *tensor.Dense, normW model.Weight, eps float32) e
 // x += RMSNorm(in·l.Wᵀ + l.B), each row normalized on its own.
 func (e *Engine) ResidualNorm(x, in *tensor.Dense, l model.Linear, normW model.Weight, eps float32) error {
 	return e.call(func() error {
-		cw, err := e.weight("residualnorm", l.W)
+		b, err := e.branch("residualnorm", x, in, l)
 		if err != nil {
 			return err
 		}
-		xp, n, cols, err := e.act("residualnorm stream", x)
+		g, err := e.normWeight("residualnorm", normW, b.cols)
 		if err != nil {
 			return err
 		}
-		ip, in_, icols, err := e.act("residualnorm input", in)
+		yp, err := e.grow("residualnorm", 4*b.n*b.cols)
 		if err != nil {
 			return err
 		}
-		if in_ != n || icols != cw.cols || cols != cw.rows {
-			return fmt.Errorf("cuda: residualnorm %q [%d %d]: x %v, input %v", cw.name, cw.rows, cw.cols, x.Shape(), in.Shape())
-		}
-		b, err := e.vector("residualnorm bias", l.B, cw.rows)
-		if err != nil {
+		if err := e.product(yp, b.in, b.n, b.w, b.bias, modeStore); err != nil {
 			return err
 		}
-		g, err := e.vector("residualnorm norm", normW, cols)
-		if err != nil {
-			return err
-		}
-		if g == 0 {
-			return errors.New("cuda: residualnorm: nil norm weight")
-		}
-		yp, err := e.grow("residualnorm", 4*n*cols)
-		if err != nil {
-			return err
-		}
-		if err := e.product(yp, ip, n, cw, b, modeStore); err != nil {
-			return err
-		}
-		return e.launch(e.k.rmsnorm, n, 1, 1, threads, xp, yp, g, eps, cols, cols, 0, 1)
+		return e.launch(e.k.rmsnorm, b.n, 1, 1, threads, b.x, yp, g, eps, b.cols, b.cols, 0, 1)
 	})
 }
 
@@ -875,12 +879,9 @@ func (e *Engine) RMSNorm(dst, x *tensor.Dense, normW model.Weight, eps float32) 
 		if dc != cols || dn > n {
 			return fmt.Errorf("cuda: rmsnorm: dst %v for x %v", dst.Shape(), x.Shape())
 		}
-		g, err := e.vector("rmsnorm", normW, cols)
+		g, err := e.normWeight("rmsnorm", normW, cols)
 		if err != nil {
 			return err
-		}
-		if g == 0 {
-			return errors.New("cuda: rmsnorm: nil norm weight")
 		}
 		return e.launch(e.k.rmsnorm, dn, 1, 1, threads, dp, xp, g, eps, cols, cols, n-dn, 0)
 	})
