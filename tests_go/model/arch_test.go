@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/model"
+	"github.com/tetherlm/tether/tests_go/internal/tinymodel"
 )
 
 // parse parses a config.json made of a small common body plus the given fields.
@@ -526,50 +527,8 @@ func (a archModel) configJSON() map[string]any {
 
 // tensors returns random f32 weights named and shaped as the architecture's checkpoints.
 func (a archModel) tensors(seed uint64) []stTensor {
-	r := rand.New(rand.NewPCG(seed, 2))
-	rnd := func(name string, scale, mean float32, shape ...int) stTensor {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = mean + scale*float32(r.NormFloat64())
-		}
-		return stTensor{name, "F32", shape, f32Bytes(v...)}
-	}
-	gemma := a.arch == "Gemma3ForCausalLM"
-	normMean := float32(1)
-	if gemma {
-		normMean = 0 // stored as w-1
-	}
-	H, I, q, kv := a.hidden, a.inter, a.heads*a.headDim, a.kvHeads*a.headDim
-	ts := []stTensor{rnd("model.embed_tokens.weight", 0.5, 0, a.vocab, H), rnd("model.norm.weight", 0.1, normMean, H)}
-	for l := 0; l < a.layers; l++ {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		ts = append(ts,
-			rnd(p+"input_layernorm.weight", 0.1, normMean, H),
-			rnd(p+"post_attention_layernorm.weight", 0.1, normMean, H),
-			rnd(p+"self_attn.o_proj.weight", 0.2, 0, H, q),
-			rnd(p+"mlp.down_proj.weight", 0.2, 0, H, I))
-		if a.arch == "Phi3ForCausalLM" {
-			ts = append(ts, rnd(p+"self_attn.qkv_proj.weight", 0.2, 0, q+2*kv, H), rnd(p+"mlp.gate_up_proj.weight", 0.2, 0, 2*I, H))
-		} else {
-			ts = append(ts, rnd(p+"self_attn.q_proj.weight", 0.2, 0, q, H), rnd(p+"self_attn.k_proj.weight", 0.2, 0, kv, H),
-				rnd(p+"self_attn.v_proj.weight", 0.2, 0, kv, H), rnd(p+"mlp.gate_proj.weight", 0.2, 0, I, H),
-				rnd(p+"mlp.up_proj.weight", 0.2, 0, I, H))
-		}
-		if gemma || a.arch == "Qwen3ForCausalLM" {
-			ts = append(ts, rnd(p+"self_attn.q_norm.weight", 0.1, normMean, a.headDim), rnd(p+"self_attn.k_norm.weight", 0.1, normMean, a.headDim))
-		}
-		if gemma {
-			ts = append(ts, rnd(p+"pre_feedforward_layernorm.weight", 0.1, 0, H), rnd(p+"post_feedforward_layernorm.weight", 0.1, 0, H))
-		}
-	}
-	if !gemma {
-		ts = append(ts, rnd("lm_head.weight", 0.5, 0, a.vocab, H))
-	}
-	return ts
+	return fromTiny(tinymodel.Tensors(tinymodel.Config{Arch: a.arch, Hidden: a.hidden, Inter: a.inter, Layers: a.layers,
+		Heads: a.heads, KVHeads: a.kvHeads, HeadDim: a.headDim, Vocab: a.vocab}, seed))
 }
 
 func (a archModel) write(t testing.TB, tensors []stTensor) string {

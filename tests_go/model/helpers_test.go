@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tetherlm/tether/tests_go/internal/tinymodel"
 )
 
 // stTensor is one tensor to write into a hand-made safetensors file.
@@ -80,45 +81,17 @@ func (c tinyConfig) json() map[string]any {
 
 // tensorsFor returns random f32 weights of the right shapes for c.
 func tensorsFor(c tinyConfig, seed uint64) []stTensor {
-	r := rand.New(rand.NewPCG(seed, 1))
-	hd := c.Hidden / c.Heads
-	rnd := func(name string, scale float32, mean float32, shape ...int) stTensor {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = mean + scale*float32(r.NormFloat64())
-		}
-		return stTensor{name, "F32", shape, f32Bytes(v...)}
+	return fromTiny(tinymodel.Tensors(tinymodel.Config{Arch: c.Arch, Hidden: c.Hidden, Inter: c.Inter, Layers: c.Layers,
+		Heads: c.Heads, KVHeads: c.KVHeads, Vocab: c.Vocab, Tie: c.Tie, QKVBias: c.QKVBias}, seed))
+}
+
+// fromTiny converts tinymodel's tensors (the generator the CUDA engine's tests share).
+func fromTiny(ts []tinymodel.Tensor) []stTensor {
+	out := make([]stTensor, len(ts))
+	for i, t := range ts {
+		out[i] = stTensor{t.Name, t.DType, t.Shape, t.Raw}
 	}
-	ts := []stTensor{rnd("model.embed_tokens.weight", 0.5, 0, c.Vocab, c.Hidden)}
-	for l := 0; l < c.Layers; l++ {
-		p := "model.layers." + itoa(l) + "."
-		ts = append(ts,
-			rnd(p+"input_layernorm.weight", 0.1, 1, c.Hidden),
-			rnd(p+"post_attention_layernorm.weight", 0.1, 1, c.Hidden),
-			rnd(p+"self_attn.q_proj.weight", 0.2, 0, c.Heads*hd, c.Hidden),
-			rnd(p+"self_attn.k_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
-			rnd(p+"self_attn.v_proj.weight", 0.2, 0, c.KVHeads*hd, c.Hidden),
-			rnd(p+"self_attn.o_proj.weight", 0.2, 0, c.Hidden, c.Heads*hd),
-			rnd(p+"mlp.gate_proj.weight", 0.2, 0, c.Inter, c.Hidden),
-			rnd(p+"mlp.up_proj.weight", 0.2, 0, c.Inter, c.Hidden),
-			rnd(p+"mlp.down_proj.weight", 0.2, 0, c.Hidden, c.Inter),
-		)
-		if c.QKVBias {
-			ts = append(ts,
-				rnd(p+"self_attn.q_proj.bias", 0.1, 0, c.Heads*hd),
-				rnd(p+"self_attn.k_proj.bias", 0.1, 0, c.KVHeads*hd),
-				rnd(p+"self_attn.v_proj.bias", 0.1, 0, c.KVHeads*hd))
-		}
-	}
-	ts = append(ts, rnd("model.norm.weight", 0.1, 1, c.Hidden))
-	if !c.Tie {
-		ts = append(ts, rnd("lm_head.weight", 0.5, 0, c.Vocab, c.Hidden))
-	}
-	return ts
+	return out
 }
 
 // writeModel writes config.json (with overrides) and model.safetensors into a new dir.

@@ -34,9 +34,52 @@ type tensor struct {
 	vals  []float32
 }
 
+// Tensor is one tensor of a safetensors file: its name, dtype ("F32", "BF16", "F16"),
+// shape and little-endian element bytes.
+type Tensor struct {
+	Name  string
+	DType string
+	Shape []int
+	Raw   []byte
+}
+
 // Write writes dir/config.json and dir/model.safetensors with weights drawn from a
 // normal distribution seeded by seed.
 func Write(dir string, c Config, seed uint64) error {
+	cfg, ts := c.build(seed)
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		return err
+	}
+	return writeSafetensors(filepath.Join(dir, "model.safetensors"), ts, c.BF16)
+}
+
+// JSON returns the config.json fields of c.
+func (c Config) JSON() map[string]any {
+	cfg, _ := c.build(0)
+	return cfg
+}
+
+// Tensors returns c's random weights (seeded by seed) as float32 tensors, sorted by
+// name, for tests that edit them before writing.
+func Tensors(c Config, seed uint64) []Tensor {
+	_, ts := c.build(seed)
+	out := make([]Tensor, len(ts))
+	for i, t := range ts {
+		raw := make([]byte, 0, 4*len(t.vals))
+		for _, v := range t.vals {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+		}
+		out[i] = Tensor{Name: t.name, DType: "F32", Shape: t.shape, Raw: raw}
+	}
+	return out
+}
+
+// build returns c's config.json fields and its random tensors sorted by name.
+func (c Config) build(seed uint64) (map[string]any, []tensor) {
 	if c.MaxPositions == 0 {
 		c.MaxPositions = 512
 	}
@@ -66,13 +109,6 @@ func Write(dir string, c Config, seed uint64) error {
 	}
 	for k, v := range c.Extra {
 		cfg[k] = v
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
-		return err
 	}
 	r := rand.New(rand.NewPCG(seed, 1))
 	rnd := func(name string, scale, mean float32, shape ...int) tensor {
@@ -130,7 +166,7 @@ func Write(dir string, c Config, seed uint64) error {
 		ts = append(ts, rnd("lm_head.weight", 0.5, 0, c.Vocab, c.Hidden))
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
-	return writeSafetensors(filepath.Join(dir, "model.safetensors"), ts, c.BF16)
+	return cfg, ts
 }
 
 // writeSafetensors writes the format: an 8-byte little-endian header length, the JSON
