@@ -261,6 +261,16 @@ def torch_logits(model_dir: Path, ids: list[int], dtype_name: str, device: str):
     return out
 
 
+
+def tether_logits(d: Path, ids: list[int], vocab: int, out: Path, device: str) -> np.ndarray:
+    """Every position's logits of `tether logits` on the device, [len(ids), vocab] (the
+    file, up to 65 MB for the 1B shape, is removed once read)."""
+    tether("logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out), device=device)
+    try:
+        return read_logits(out, len(ids), vocab)
+    finally:
+        out.unlink()
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -315,18 +325,7 @@ def main() -> int:
         try:
             _, ids = prompt_for(d, args.prompt_tokens)
             vocab = m["vocab_size"]
-            out = scratch / f"{name}.cuda.f32"
-            tether(
-                "logits",
-                "--model",
-                str(d),
-                "--ids",
-                ",".join(map(str, ids)),
-                "--out",
-                str(out),
-                device="cuda",
-            )
-            got = read_logits(out, len(ids), vocab)
+            got = tether_logits(d, ids, vocab, scratch / f"{name}.cuda.f32", "cuda")
             ref32 = torch_logits(d, ids, "f32", device)
             r32 = rel_diff(got, ref32)
             scale = float(np.abs(ref32).max())
@@ -350,18 +349,7 @@ def main() -> int:
                     f"{BF16_FACTOR:g} x that = {bound:.3g} (rel = max|a-b|/max|b|; max|torch| {scale:.3g})",
                 )
             if m["dtype"] == "f32":
-                cpu_out = scratch / f"{name}.cpu.f32"
-                tether(
-                    "logits",
-                    "--model",
-                    str(d),
-                    "--ids",
-                    ",".join(map(str, ids)),
-                    "--out",
-                    str(cpu_out),
-                    device="cpu",
-                )
-                cpu = read_logits(cpu_out, len(ids), vocab)
+                cpu = tether_logits(d, ids, vocab, scratch / f"{name}.cpu.f32", "cpu")
                 rc = rel_diff(got, cpu)
                 checks.report(
                     f"parity-cpu-{name}",
@@ -369,8 +357,6 @@ def main() -> int:
                     f"{what}: max|cuda-cpu|/max|cpu| = {rc:.3g} (bound {F32_BOUND:g}; CPU engine vs torch "
                     f"{rel_diff(cpu, ref32):.3g})",
                 )
-                cpu_out.unlink()
-            out.unlink()
         except Exception as e:  # noqa: BLE001 - a failed check, with the reason
             checks.fail(f"parity-{name}", f"{type(e).__name__}: {e}")
 
