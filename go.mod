@@ -10,6 +10,7 @@ tool (
 require (
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/daulet/tokenizers v1.22.1
+	github.com/go-python/gopy v0.4.10
 	github.com/stretchr/testify v1.12.1
 	gorgonia.org/cu v0.9.6
 	gorgonia.org/gorgonia v0.9.18
@@ -21,7 +22,6 @@ require (
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
 	github.com/chewxy/hm v1.0.0 // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
-	github.com/go-python/gopy v0.4.10 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.2 // indirect
 	github.com/gonuts/commander v0.1.0 // indirect
