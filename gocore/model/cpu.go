@@ -33,6 +33,8 @@ type CPU struct {
 	bf16    bool         // WithBF16Products: multiply bf16 weights by bf16 inputs (prefill)
 	x16     []uint16     // a product's input rounded to bf16, rows of kpad (bf16 math)
 	xtail16 []uint16     // its last n%6 rows, zero-padded to 6
+	int8    bool         // WithInt8Products: matrices quantized to 8 bits at Upload
+	xq      q8Input      // a one-token product's input, quantized (8-bit weights)
 }
 
 // cpuScratch is one worker's buffers.
@@ -60,6 +62,17 @@ func WithPortableKernels() CPUOption { return func(c *CPU) { c.kern = goKernels 
 // WithPortableKernels the Go kernels compute the same bf16 math (slowly; for tests).
 func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
 
+// WithInt8Products makes Upload quantize every weight matrix (float32 or bf16) to 8
+// bits: blocks of 32 values of a row with one float16 scale each (llama.cpp's Q8_0
+// layout idea, see q8.go), a quarter of float32's memory and memory traffic. Products
+// with one token (decode) quantize their input per block of 32 too and multiply
+// integers (AVX512-VNNI where the CPU has it, portable Go elsewhere); products with
+// several tokens (prefill) widen each panel to float32 and multiply float32 inputs.
+// Results are an approximation of the float32 model's, not equal to them: each weight
+// is off by up to half its block's scale (max|w|/254), and each decode input likewise.
+// Vectors (norm weights, biases) stay float32.
+func WithInt8Products() CPUOption { return func(c *CPU) { c.int8 = true } }
+
 // bf16Math reports whether products of bf16 weights by several tokens use bf16 math.
 func (c *CPU) bf16Math() bool { return c.bf16 && c.kern.gemm6x16BF16 != nil }
 
@@ -86,6 +99,9 @@ func (c *CPU) Threads() int { return c.threads }
 
 // Name describes the engine.
 func (c *CPU) Name() string {
+	if c.int8 {
+		return fmt.Sprintf("cpu (%d threads, %s, int8 weights: %s)", c.threads, c.kern.name, c.kern.q8name)
+	}
 	if c.bf16Math() {
 		return fmt.Sprintf("cpu (%d threads, %s, bf16 math)", c.threads, c.kern.name)
 	}
@@ -99,6 +115,7 @@ type cpuWeight struct {
 	f32        []float32 // packed panels (float32 weights)
 	bf         []uint16  // packed panels (bfloat16 weights)
 	pairs      bool      // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math)
+	q8         []byte    // packed q8 panels (8-bit weights, see q8.go)
 	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
 }
 
@@ -123,6 +140,9 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 		return nil, fmt.Errorf("model: cpu engine: weight %q has shape %v, want a matrix", name, s)
 	}
 	w := &cpuWeight{name: name, rows: s[0], cols: s[1]}
+	if c.int8 && w.rows > 1 {
+		return c.uploadQ8(w, t)
+	}
 	switch t.Dtype() {
 	case tensor.Float32:
 		d := t.Float32s()
@@ -145,6 +165,27 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	default:
 		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", name, t.Dtype())
 	}
+	return w, nil
+}
+
+// uploadQ8 quantizes a float32 or bf16 matrix into q8 panels.
+func (c *CPU) uploadQ8(w *cpuWeight, t *tensor.Dense) (Weight, error) {
+	var get func(r int, buf []float32) []float32
+	switch t.Dtype() {
+	case tensor.Float32:
+		d := t.Float32s()
+		get = func(r int, _ []float32) []float32 { return d[r*w.cols : (r+1)*w.cols] }
+	case tensor.Uint16:
+		d := t.Data().([]uint16)
+		get = func(r int, buf []float32) []float32 {
+			widenBF16Go(buf, d[r*w.cols:(r+1)*w.cols])
+			return buf
+		}
+	default:
+		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", w.name, t.Dtype())
+	}
+	size := w.panels() * q8PanelBytes(w.cols)
+	w.q8 = packQ8Panels(c.pool, arenaSlice[byte](&c.arena, size), w.rows, w.cols, get)
 	return w, nil
 }
 
@@ -220,6 +261,14 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 		c.xtail = growFloats(c.xtail, gemmRows*cols)
 		clear(c.xtail)
 		copy(c.xtail, xs[(n-r)*cols:n*cols])
+	}
+	if n == 1 && c.int8 {
+		for i := range items {
+			if items[i].w.q8 != nil {
+				quantizeQ8Input(&c.xq, xs[:cols])
+				break
+			}
+		}
 	}
 	var x16 bf16Input
 	if n > 1 && c.bf16Math() {
@@ -361,7 +410,10 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 // gemv computes panel p of w times the vector x into out[:16].
 func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
 	k := w.cols
-	if w.pairs {
+	if w.q8 != nil {
+		size := q8PanelBytes(k)
+		c.kern.gemvQ8(&c.xq, w.q8[p*size:(p+1)*size], out, 1)
+	} else if w.pairs {
 		c.kern.gemvPairs(x, w.bfPanel(p), k, out)
 	} else if w.bf != nil {
 		c.kern.gemvBF16(x, w.bfPanel(p), k, out, 1)
@@ -374,6 +426,12 @@ func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
 // widened into buf (once per panel per product, reused by every block of tokens).
 func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 	k := w.cols
+	if w.q8 != nil {
+		*buf = growFloats(*buf, k*panelW)
+		size := q8PanelBytes(k)
+		dequantQ8Panel(*buf, w.q8[p*size:(p+1)*size], k)
+		return *buf
+	}
 	if w.bf == nil {
 		return w.f32[p*k*panelW : (p+1)*k*panelW]
 	}
@@ -750,7 +808,13 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int) error {
 		p, r := id/panelW, id%panelW
 		base := p * cols * panelW
 		d := ds[i*cols : (i+1)*cols]
-		if cw.pairs {
+		if cw.q8 != nil {
+			size := q8PanelBytes(cols)
+			panel := cw.q8[p*size : (p+1)*size]
+			for j := range d {
+				d[j] = q8Value(panel, r, j)
+			}
+		} else if cw.pairs {
 			base = p * pairPanelSize(cols)
 			for j := range d {
 				d[j] = math.Float32frombits(uint32(cw.bf[base+((j/2)*panelW+r)*2+j%2]) << 16)

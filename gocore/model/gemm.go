@@ -57,6 +57,11 @@ type kernels struct {
 	// weightedSum writes out[j] = Σ_p s[p]·v[p*stride+j] for j < len(out), p < len(s)
 	// (attention's weighted sum of the cached values of one head).
 	weightedSum func(out, s, v []float32, stride int)
+
+	// gemvQ8 writes c[p*16+j] = the product of row p*16+j of q8 panels w with the
+	// quantized input x, p < panels (8-bit weights, see q8.go); q8name names it.
+	gemvQ8 func(x *q8Input, w []byte, c []float32, panels int)
+	q8name string
 }
 
 var goKernels = kernels{
@@ -74,6 +79,8 @@ var goKernels = kernels{
 	axpy:         axpyGo,
 	scores:       scoresGo,
 	weightedSum:  weightedSumGo,
+	gemvQ8:       gemvQ8Go,
+	q8name:       "go",
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {
@@ -277,7 +284,7 @@ func (a *weightArena) alloc(n int) unsafe.Pointer {
 }
 
 // arenaSlice returns n zeroed elements of T from a.
-func arenaSlice[T float32 | uint16](a *weightArena, n int) []T {
+func arenaSlice[T float32 | uint16 | byte](a *weightArena, n int) []T {
 	var zero T
 	return unsafe.Slice((*T)(a.alloc(n*int(unsafe.Sizeof(zero)))), n)
 }

@@ -47,8 +47,11 @@ func asmKernels() (kernels, bool) {
 		axpy:        axpyAsm,
 		scores:      scoresAsm,
 		weightedSum: weightedSumAsm,
+		gemvQ8:      gemvQ8Go,
+		q8name:      "go",
 	}
 	bf16Kernels(&k)
+	q8Kernels(&k)
 	return k, true
 }
 

@@ -26,6 +26,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output file (required)")
 	threads := fs.Int("threads", 0, "goroutines per product (0: GOMAXPROCS)")
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
+	weights := fs.String("weights", "", weightsHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,6 +40,9 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	mopts := []model.Option{model.WithThreads(*threads)}
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
+	}
+	if mopts, err = weightsOption(mopts, *weights); err != nil {
+		return err
 	}
 	m, err := model.Load(*dir, mopts...)
 	if err != nil {

@@ -1,0 +1,107 @@
+#include "textflag.h"
+
+// func gemvQ8VNNI(x *int8, xd *float32, xc *int32, w *byte, nb int, c *float32, panels int)
+// The q8 matrix-vector product (see q8.go): for each panel and each of its nb blocks,
+// eight groups of four columns; per group one broadcast of four input bytes (signed)
+// and two VPDPBUSD on the two halves of the panel (rows 0-7, 8-15; unsigned weights
+// q+128), in four independent int32 chains per half. Per block the chains are summed,
+// 128·Σq_x subtracted, converted to float32 and multiply-added with d_w·d_x into the
+// two float32 accumulators. AVX512-VNNI on 256-bit registers (EVEX, AVX512VL).
+TEXT ·gemvQ8VNNI(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), R9
+	MOVQ xd+8(FP), R12
+	MOVQ xc+16(FP), R13
+	MOVQ w+24(FP), BX
+	MOVQ nb+32(FP), R10
+	MOVQ c+40(FP), DX
+	MOVQ panels+48(FP), R11
+
+q8panel:
+	MOVQ R9, SI
+	MOVQ R12, DI
+	MOVQ R13, R8
+	MOVQ R10, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q8block:
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPBROADCASTD 0(SI), Y10
+	VMOVDQU 0(BX), Y12
+	VMOVDQU 32(BX), Y13
+	VPDPBUSD Y10, Y12, Y2
+	VPDPBUSD Y10, Y13, Y3
+	VPBROADCASTD 4(SI), Y11
+	VMOVDQU 64(BX), Y14
+	VMOVDQU 96(BX), Y15
+	VPDPBUSD Y11, Y14, Y4
+	VPDPBUSD Y11, Y15, Y5
+	VPBROADCASTD 8(SI), Y10
+	VMOVDQU 128(BX), Y12
+	VMOVDQU 160(BX), Y13
+	VPDPBUSD Y10, Y12, Y6
+	VPDPBUSD Y10, Y13, Y7
+	VPBROADCASTD 12(SI), Y11
+	VMOVDQU 192(BX), Y14
+	VMOVDQU 224(BX), Y15
+	VPDPBUSD Y11, Y14, Y8
+	VPDPBUSD Y11, Y15, Y9
+	VPBROADCASTD 16(SI), Y10
+	VMOVDQU 256(BX), Y12
+	VMOVDQU 288(BX), Y13
+	VPDPBUSD Y10, Y12, Y2
+	VPDPBUSD Y10, Y13, Y3
+	VPBROADCASTD 20(SI), Y11
+	VMOVDQU 320(BX), Y14
+	VMOVDQU 352(BX), Y15
+	VPDPBUSD Y11, Y14, Y4
+	VPDPBUSD Y11, Y15, Y5
+	VPBROADCASTD 24(SI), Y10
+	VMOVDQU 384(BX), Y12
+	VMOVDQU 416(BX), Y13
+	VPDPBUSD Y10, Y12, Y6
+	VPDPBUSD Y10, Y13, Y7
+	VPBROADCASTD 28(SI), Y11
+	VMOVDQU 448(BX), Y14
+	VMOVDQU 480(BX), Y15
+	VPDPBUSD Y11, Y14, Y8
+	VPDPBUSD Y11, Y15, Y9
+	VPADDD Y4, Y2, Y2
+	VPADDD Y8, Y6, Y6
+	VPADDD Y6, Y2, Y2
+	VPADDD Y5, Y3, Y3
+	VPADDD Y9, Y7, Y7
+	VPADDD Y7, Y3, Y3
+	VPBROADCASTD (R8), Y10
+	VPSUBD Y10, Y2, Y2
+	VPSUBD Y10, Y3, Y3
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VCVTPH2PS 512(BX), Y12
+	VCVTPH2PS 528(BX), Y13
+	VBROADCASTSS (DI), Y11
+	VMULPS Y11, Y12, Y12
+	VMULPS Y11, Y13, Y13
+	VFMADD231PS Y12, Y2, Y0
+	VFMADD231PS Y13, Y3, Y1
+	ADDQ $544, BX
+	ADDQ $32, SI
+	ADDQ $4, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ  q8block
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ $64, DX
+	DECQ R11
+	JNZ  q8panel
+	VZEROUPPER
+	RET
