@@ -163,7 +163,8 @@ def same_ids(a: list[int], b: list[int]) -> str:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return f"differ from token {i} on ({i} identical of {min(len(a), len(b))})"
-    return f"identical ({min(len(a), len(b))} tokens)"
+    # A random model may repeat one token: say so, identity then shows less.
+    return f"identical ({min(len(a), len(b))} tokens, {len(set(a))} distinct)"
 
 
 def run_torch(model, ids: list[int], decode: int) -> tuple[float, float]:

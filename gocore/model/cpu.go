@@ -41,6 +41,7 @@ type CPU struct {
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
 	tile, tile2 [gemmRows * panelW]float32
+	run, run2   []float32 // a run of panels' outputs (decode)
 	scores      []float32 // attention scores
 	q           []float32 // a query head scaled by 1/√headDim
 }
@@ -282,6 +283,18 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 	c.pool.run(units, work, func(worker, lo, hi int) {
 		s := &c.scratch[worker]
 		it, base := 0, 0
+		if n == 1 { // decode: runs of consecutive panels of one item per kernel call
+			for u := lo; u < hi; {
+				for u-base >= items[it].w.panels() {
+					base += items[it].w.panels()
+					it++
+				}
+				cnt := min(hi-u, items[it].w.panels()-(u-base))
+				c.gemvRun(s, xs, &items[it], u-base, cnt)
+				u += cnt
+			}
+			return
+		}
 		for u := lo; u < hi; u++ {
 			for u-base >= items[it].w.panels() {
 				base += items[it].w.panels()
@@ -370,25 +383,50 @@ func (c *CPU) emitBlock(s *cpuScratch, it *prodItem, b, n, o0, width int, swiglu
 	}
 }
 
-// panel computes one panel (16 outputs) of an item for all n rows.
+// gemvRun computes panels p0..p0+cnt-1 of an item for one token (decode) with one
+// kernel call per weight, then applies bias or SwiGLU and stores the outputs.
+func (c *CPU) gemvRun(s *cpuScratch, x []float32, it *prodItem, p0, cnt int) {
+	w := it.w
+	o0 := p0 * panelW
+	width := min(cnt*panelW, w.rows-o0)
+	s.run = growFloats(s.run, cnt*panelW)
+	g := s.run
+	c.gemvPanels(w, p0, cnt, x, g)
+	if it.up != nil {
+		s.run2 = growFloats(s.run2, cnt*panelW)
+		u := s.run2
+		c.gemvPanels(it.up, p0, cnt, x, u)
+		c.swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
+		c.emit(it, 0, o0, g[:width], nil)
+		return
+	}
+	c.emit(it, 0, o0, g[:width], it.bias)
+}
+
+// gemvPanels computes panels p0..p0+cnt-1 of w times the vector x into out[:cnt*16].
+func (c *CPU) gemvPanels(w *cpuWeight, p0, cnt int, x, out []float32) {
+	k := w.cols
+	switch {
+	case w.q8 != nil:
+		size := q8PanelBytes(k)
+		c.kern.gemvQ8(&c.xq, w.q8[p0*size:(p0+cnt)*size], out, cnt)
+	case w.pairs:
+		for p := 0; p < cnt; p++ {
+			c.kern.gemvPairs(x, w.bfPanel(p0+p), k, out[p*panelW:])
+		}
+	case w.bf != nil:
+		c.kern.gemvBF16(x, w.bf[p0*k*panelW:(p0+cnt)*k*panelW], k, out, cnt)
+	default:
+		c.kern.gemvF32(x, w.f32[p0*k*panelW:(p0+cnt)*k*panelW], k, out, cnt)
+	}
+}
+
+// panel computes one panel (16 outputs) of an item for all n rows (n > 1).
 func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 	w := it.w
 	cols := w.cols
 	o0 := p * panelW
 	width := min(panelW, w.rows-o0)
-	if n == 1 {
-		g := s.tile[:panelW]
-		c.gemv(w, p, xs, g)
-		if it.up != nil {
-			u := s.tile2[:panelW]
-			c.gemv(it.up, p, xs, u)
-			c.swiglu(g[:width], u[:width], it.bias, it.upBias, o0)
-			c.emit(it, 0, o0, g[:width], nil)
-			return
-		}
-		c.emit(it, 0, o0, g[:width], it.bias)
-		return
-	}
 	wp := c.panelF32(w, p, &s.wbuf)
 	var up []float32
 	if it.up != nil {
@@ -407,21 +445,6 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 	}
 }
 
-// gemv computes panel p of w times the vector x into out[:16].
-func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
-	k := w.cols
-	if w.q8 != nil {
-		size := q8PanelBytes(k)
-		c.kern.gemvQ8(&c.xq, w.q8[p*size:(p+1)*size], out, 1)
-	} else if w.pairs {
-		c.kern.gemvPairs(x, w.bfPanel(p), k, out)
-	} else if w.bf != nil {
-		c.kern.gemvBF16(x, w.bfPanel(p), k, out, 1)
-	} else {
-		c.kern.gemvF32(x, w.f32[p*k*panelW:(p+1)*k*panelW], k, out, 1)
-	}
-}
-
 // panelF32 returns panel p of w as float32: the packed data itself, or a bf16 panel
 // widened into buf (once per panel per product, reused by every block of tokens).
 func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
@@ -429,7 +452,7 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 	if w.q8 != nil {
 		*buf = growFloats(*buf, k*panelW)
 		size := q8PanelBytes(k)
-		dequantQ8Panel(*buf, w.q8[p*size:(p+1)*size], k)
+		c.kern.dequantQ8(*buf, w.q8[p*size:(p+1)*size], k)
 		return *buf
 	}
 	if w.bf == nil {

@@ -62,6 +62,8 @@ type kernels struct {
 	// quantized input x, p < panels (8-bit weights, see q8.go); q8name names it.
 	gemvQ8 func(x *q8Input, w []byte, c []float32, panels int)
 	q8name string
+	// dequantQ8 writes a q8 panel of rows of cols values as float32, [cols][16].
+	dequantQ8 func(dst []float32, w []byte, cols int)
 }
 
 var goKernels = kernels{
@@ -81,6 +83,7 @@ var goKernels = kernels{
 	weightedSum:  weightedSumGo,
 	gemvQ8:       gemvQ8Go,
 	q8name:       "go",
+	dequantQ8:    dequantQ8Panel,
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {

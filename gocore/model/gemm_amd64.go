@@ -49,6 +49,7 @@ func asmKernels() (kernels, bool) {
 		weightedSum: weightedSumAsm,
 		gemvQ8:      gemvQ8Go,
 		q8name:      "go",
+		dequantQ8:   dequantQ8Panel,
 	}
 	bf16Kernels(&k)
 	q8Kernels(&k)

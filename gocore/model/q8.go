@@ -82,12 +82,13 @@ func quantizeQ8Input(in *q8Input, x []float32) {
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
-// roundAway rounds to the nearest integer, halves away from zero (C's roundf).
+// roundAway rounds to the nearest integer, halves away from zero (C's roundf), for
+// |v| < 2^31: v ± 0.5 is exact in float64, and the conversion truncates toward zero.
 func roundAway(v float32) float32 {
 	if v < 0 {
-		return -float32(math.Floor(float64(-v) + 0.5))
+		return float32(int32(float64(v) - 0.5))
 	}
-	return float32(math.Floor(float64(v) + 0.5))
+	return float32(int32(float64(v) + 0.5))
 }
 
 // quantizeQ8Row quantizes one row (len(row) values) into q (q8Blocks·32 values) and one
@@ -195,10 +196,13 @@ func fma32(a, b, c float32) float32 {
 
 // dequantQ8Panel writes panel w (q8, cols values per row) as float32 into dst in the
 // [cols][16] layout of packPanels (prefill multiplies it with the float32 GEMM).
-func dequantQ8Panel(dst []float32, w []byte, cols int) {
+func dequantQ8Panel(dst []float32, w []byte, cols int) { dequantQ8Tail(dst, w, 0, cols) }
+
+// dequantQ8Tail is dequantQ8Panel from block b0 on.
+func dequantQ8Tail(dst []float32, w []byte, b0, cols int) {
 	nb := q8Blocks(cols)
 	var d [panelW]float32
-	for b := 0; b < nb; b++ {
+	for b := b0; b < nb; b++ {
 		blk := w[b*q8BlockBytes : (b+1)*q8BlockBytes]
 		for r := 0; r < panelW; r++ {
 			d[r] = F16ToFloat32(uint16(blk[q8Block*panelW+2*r]) | uint16(blk[q8Block*panelW+2*r+1])<<8)

@@ -1,6 +1,9 @@
 package model
 
 //go:noescape
+func dequantQ8AVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
 func gemvQ8VNNI(x *int8, xd *float32, xc *int32, w *byte, nb int, c *float32, panels int)
 
 // hasAVX512VNNI reports whether the CPU and OS support AVX-512 (F and VL, with ZMM and
@@ -22,9 +25,29 @@ var hasAVX512VNNI = func() bool {
 	return b7&avx512f != 0 && b7&avx512vl != 0 && c7&vnni != 0
 }()
 
-// q8Kernels sets k's q8 matrix-vector kernel to the AVX512-VNNI assembly where the CPU
-// has it (else k keeps the portable one).
+// hasF16C reports whether the CPU has F16C (VCVTPH2PS) besides AVX2/FMA.
+var hasF16C = func() bool {
+	_, _, c1, _ := cpuid(1, 0)
+	return hasAVX2FMA && c1&(1<<29) != 0
+}()
+
+// q8Kernels sets k's q8 kernels to assembly where the CPU has what they need: the
+// widening for prefill with AVX2/FMA/F16C, the matrix-vector product with AVX512-VNNI
+// (else k keeps the portable ones).
 func q8Kernels(k *kernels) {
+	if hasF16C {
+		k.dequantQ8 = func(dst []float32, w []byte, cols int) {
+			full := cols / q8Block
+			if full > 0 {
+				_ = dst[full*q8Block*panelW-1]
+				_ = w[full*q8BlockBytes-1]
+				dequantQ8AVX2(&dst[0], &w[0], full)
+			}
+			if cols > full*q8Block { // the last, partial block
+				dequantQ8Tail(dst, w, full, cols)
+			}
+		}
+	}
 	if !hasAVX512VNNI {
 		return
 	}

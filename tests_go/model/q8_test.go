@@ -139,7 +139,7 @@ func TestInt8MatVecMatchesReference(t *testing.T) {
 
 func TestInt8MatMulAndRowsUseTheQuantizedWeights(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 2))
-	for _, tc := range []struct{ rows, cols, n int }{{17, 33, 7}, {48, 576, 13}, {32, 64, 6}} {
+	for _, tc := range []struct{ rows, cols, n int }{{17, 33, 7}, {48, 576, 13}, {32, 64, 6}, {20, 100, 3}} {
 		w := randSlice(r, tc.rows*tc.cols)
 		x := randSlice(r, tc.n*tc.cols)
 		for name, e := range int8Engines(2) {
@@ -162,6 +162,19 @@ func TestInt8MatMulAndRowsUseTheQuantizedWeights(t *testing.T) {
 				dst := dense(tc.n, tc.rows, make([]float32, tc.n*tc.rows))
 				require.NoError(t, e.MatMul(dst, dense(tc.n, tc.cols, x), wt))
 				assert.InDeltaSlice(t, naiveProduct(x, dq, tc.n, tc.rows, tc.cols), f64(dst.Float32s()), 2e-3, "matmul %v %s %s", tc, name, dtype)
+				// unit-vector inputs read the widened panels back exactly (prefill's
+				// dequantization, assembly or portable, against Rows')
+				eye := make([]float32, tc.cols*tc.cols)
+				for i := 0; i < tc.cols; i++ {
+					eye[i*tc.cols+i] = 1
+				}
+				got := dense(tc.cols, tc.rows, make([]float32, tc.cols*tc.rows))
+				require.NoError(t, e.MatMul(got, dense(tc.cols, tc.cols, eye), wt))
+				for i := 0; i < tc.cols; i++ {
+					for o := 0; o < tc.rows; o++ {
+						require.Equal(t, dq[o*tc.cols+i], got.Float32s()[i*tc.rows+o], "%v %s %s: widened weight [%d %d]", tc, name, dtype, o, i)
+					}
+				}
 			}
 			require.NoError(t, e.Close())
 		}
