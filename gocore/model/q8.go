@@ -68,14 +68,12 @@ func quantizeQ8Input(in *q8Input, x []float32) {
 			inv = 1 / d
 		}
 		var sum int32
-		for i := range qb {
-			var q int8
-			if i < len(xb) {
-				q = int8(roundAway(xb[i] * inv))
-			}
-			qb[i] = q
-			sum += int32(q)
+		for i, v := range xb {
+			q := roundAwayInt(v * inv)
+			qb[i] = int8(q)
+			sum += q
 		}
+		clear(qb[len(xb):])
 		in.d[b], in.corr[b] = d, 128*sum
 	}
 }
@@ -84,11 +82,14 @@ func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) 
 
 // roundAway rounds to the nearest integer, halves away from zero (C's roundf), for
 // |v| < 2^31: v ± 0.5 is exact in float64, and the conversion truncates toward zero.
+// No branch on the sign (random signs would mispredict half the time).
 func roundAway(v float32) float32 {
-	if v < 0 {
-		return float32(int32(float64(v) - 0.5))
-	}
-	return float32(int32(float64(v) + 0.5))
+	return float32(roundAwayInt(v))
+}
+
+func roundAwayInt(v float32) int32 {
+	f := float64(v)
+	return int32(f + math.Copysign(0.5, f))
 }
 
 // quantizeQ8Row quantizes one row (len(row) values) into q (q8Blocks·32 values) and one
