@@ -35,6 +35,7 @@ type CPU struct {
 	xtail16 []uint16     // its last n%6 rows, zero-padded to 6
 	int8    bool         // WithInt8Products: matrices quantized to 8 bits at Upload
 	xq      q8Input      // a one-token product's input, quantized (8-bit weights)
+	xb      q8Batch      // a several-token product's input, quantized (gemm6x16Q8)
 }
 
 // cpuScratch is one worker's buffers.
@@ -263,12 +264,19 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 		clear(c.xtail)
 		copy(c.xtail, xs[(n-r)*cols:n*cols])
 	}
-	if n == 1 && c.int8 {
+	q8gemm := false
+	if c.int8 {
 		for i := range items {
-			if items[i].w.q8 != nil {
-				quantizeQ8Input(&c.xq, xs[:cols])
-				break
+			if items[i].w.q8 == nil {
+				continue
 			}
+			if n == 1 {
+				quantizeQ8Input(&c.xq, xs[:cols])
+			} else if c.kern.gemm6x16Q8 != nil {
+				quantizeQ8Batch(&c.xb, xs, n, cols)
+				q8gemm = true
+			}
+			break
 		}
 	}
 	var x16 bf16Input
@@ -300,7 +308,9 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 				base += items[it].w.panels()
 				it++
 			}
-			if x16.rows != nil && items[it].w.pairs && (items[it].up == nil || items[it].up.pairs) {
+			if q8gemm && items[it].w.q8 != nil && (items[it].up == nil || items[it].up.q8 != nil) {
+				c.panelQ8(s, n, &items[it], u-base)
+			} else if x16.rows != nil && items[it].w.pairs && (items[it].up == nil || items[it].up.pairs) {
 				c.panelBF16(s, x16, n, &items[it], u-base)
 			} else {
 				c.panel(s, xs, n, &items[it], u-base)
@@ -364,6 +374,32 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 		c.kern.gemm6x16BF16(xb, in.kpad, wp, kp, &s.tile)
 		if up != nil {
 			c.kern.gemm6x16BF16(xb, in.kpad, up, kp, &s.tile2)
+		}
+		c.emitBlock(s, it, b, n, o0, width, up != nil)
+	}
+}
+
+// panelQ8 is panel for q8 weights with the integer GEMM: the quantized input c.xb
+// times the panel (and up's), six tokens at a time.
+func (c *CPU) panelQ8(s *cpuScratch, n int, it *prodItem, p int) {
+	w := it.w
+	nb := c.xb.nb
+	size := nb * q8BlockBytes
+	o0 := p * panelW
+	width := min(panelW, w.rows-o0)
+	wp := w.q8[p*size : (p+1)*size]
+	var up []byte
+	if it.up != nil {
+		up = it.up.q8[p*size : (p+1)*size]
+	}
+	ldx := nb * q8Block
+	for b := 0; b < n; b += gemmRows {
+		g := b / gemmRows
+		x := c.xb.q[b*ldx:]
+		xs, xc := c.xb.d[g*nb*gemmRows:], c.xb.corr[g*nb*gemmRows:]
+		c.kern.gemm6x16Q8(x, ldx, xs, xc, wp, nb, &s.tile)
+		if up != nil {
+			c.kern.gemm6x16Q8(x, ldx, xs, xc, up, nb, &s.tile2)
 		}
 		c.emitBlock(s, it, b, n, o0, width, up != nil)
 	}

@@ -64,6 +64,11 @@ type kernels struct {
 	q8name string
 	// dequantQ8 writes a q8 panel of rows of cols values as float32, [cols][16].
 	dequantQ8 func(dst []float32, w []byte, cols int)
+	// gemm6x16Q8 multiplies six quantized rows (x at a stride of ldx; scales and
+	// corrections of block b at xs[b*6+t], xc[b*6+t]) by one q8 panel of nb blocks:
+	// per token the sum gemvQ8 computes. nil where the CPU has no integer kernel for it:
+	// prefill then widens q8 panels to float32 (dequantQ8) and multiplies float32 inputs.
+	gemm6x16Q8 func(x []int8, ldx int, xs []float32, xc []int32, w []byte, nb int, c *[gemmRows * panelW]float32)
 }
 
 var goKernels = kernels{

@@ -55,26 +55,70 @@ func quantizeQ8Input(in *q8Input, x []float32) {
 		in.corr = make([]int32, nb)
 	}
 	in.q, in.d, in.corr = in.q[:nb*q8Block], in.d[:nb], in.corr[:nb]
+	quantizeQ8Act(in.q, in.d, in.corr, 1, x)
+}
+
+// quantizeQ8Act quantizes one row x into q (q8Blocks(len(x))·32 values, zero-padded)
+// and the scale and correction of block b into d[b*stride] and corr[b*stride].
+func quantizeQ8Act(q []int8, d []float32, corr []int32, stride int, x []float32) {
+	nb := q8Blocks(len(x))
 	for b := 0; b < nb; b++ {
 		xb := x[b*q8Block : min(len(x), (b+1)*q8Block)]
-		qb := in.q[b*q8Block : (b+1)*q8Block]
+		qb := q[b*q8Block : (b+1)*q8Block]
 		var amax float32
 		for _, v := range xb {
 			amax = max(amax, abs32(v))
 		}
-		d := amax / 127
+		db := amax / 127
 		var inv float32
-		if d != 0 {
-			inv = 1 / d
+		if db != 0 {
+			inv = 1 / db
 		}
 		var sum int32
 		for i, v := range xb {
-			q := roundAwayInt(v * inv)
-			qb[i] = int8(q)
-			sum += q
+			qi := roundAwayInt(v * inv)
+			qb[i] = int8(qi)
+			sum += qi
 		}
 		clear(qb[len(xb):])
-		in.d[b], in.corr[b] = d, 128*sum
+		d[b*stride], corr[b*stride] = db, 128*sum
+	}
+}
+
+// q8Batch is n input rows quantized for the six-token q8 GEMM: q holds the rows
+// (rounded up to a multiple of six, the extra rows zero) at a stride of nb·32; the
+// scales and corrections of the six rows of group g, block b, are at (g·nb+b)·6+t.
+type q8Batch struct {
+	q    []int8
+	d    []float32
+	corr []int32
+	nb   int
+}
+
+// quantizeQ8Batch quantizes the n rows of xs (cols each) into bt.
+func quantizeQ8Batch(bt *q8Batch, xs []float32, n, cols int) {
+	nb := q8Blocks(cols)
+	rows := (n + gemmRows - 1) / gemmRows * gemmRows
+	if cap(bt.q) < rows*nb*q8Block {
+		bt.q = make([]int8, rows*nb*q8Block)
+	}
+	if cap(bt.d) < rows*nb {
+		bt.d = make([]float32, rows*nb)
+		bt.corr = make([]int32, rows*nb)
+	}
+	bt.q, bt.d, bt.corr, bt.nb = bt.q[:rows*nb*q8Block], bt.d[:rows*nb], bt.corr[:rows*nb], nb
+	for t := 0; t < rows; t++ {
+		g, r := t/gemmRows, t%gemmRows
+		q := bt.q[t*nb*q8Block : (t+1)*nb*q8Block]
+		off := g*nb*gemmRows + r
+		if t >= n {
+			clear(q)
+			for b := 0; b < nb; b++ {
+				bt.d[off+b*gemmRows], bt.corr[off+b*gemmRows] = 0, 0
+			}
+			continue
+		}
+		quantizeQ8Act(q, bt.d[off:], bt.corr[off:], gemmRows, xs[t*cols:(t+1)*cols])
 	}
 }
 

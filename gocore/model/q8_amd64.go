@@ -1,7 +1,7 @@
 package model
 
 //go:noescape
-func dequantQ8AVX2(dst *float32, w *byte, nb int)
+func gemm6x16Q8VNNI(x *int8, ldx int, xs *float32, xc *int32, w *byte, nb int, c *float32)
 
 //go:noescape
 func gemvQ8VNNI(x *int8, xd *float32, xc *int32, w *byte, nb int, c *float32, panels int)
@@ -25,33 +25,21 @@ var hasAVX512VNNI = func() bool {
 	return b7&avx512f != 0 && b7&avx512vl != 0 && c7&vnni != 0
 }()
 
-// hasF16C reports whether the CPU has F16C (VCVTPH2PS) besides AVX2/FMA.
-var hasF16C = func() bool {
-	_, _, c1, _ := cpuid(1, 0)
-	return hasAVX2FMA && c1&(1<<29) != 0
-}()
-
-// q8Kernels sets k's q8 kernels to assembly where the CPU has what they need: the
-// widening for prefill with AVX2/FMA/F16C, the matrix-vector product with AVX512-VNNI
-// (else k keeps the portable ones).
+// q8Kernels sets k's q8 kernels (the matrix-vector product for decode, the six-token
+// GEMM for prefill) to the AVX512-VNNI assembly where the CPU has it; elsewhere k keeps
+// the portable matrix-vector kernel and prefill widens q8 panels to float32.
 func q8Kernels(k *kernels) {
-	if hasF16C {
-		k.dequantQ8 = func(dst []float32, w []byte, cols int) {
-			full := cols / q8Block
-			if full > 0 {
-				_ = dst[full*q8Block*panelW-1]
-				_ = w[full*q8BlockBytes-1]
-				dequantQ8AVX2(&dst[0], &w[0], full)
-			}
-			if cols > full*q8Block { // the last, partial block
-				dequantQ8Tail(dst, w, full, cols)
-			}
-		}
-	}
 	if !hasAVX512VNNI {
 		return
 	}
 	k.q8name = "avx512-vnni"
+	k.gemm6x16Q8 = func(x []int8, ldx int, xs []float32, xc []int32, w []byte, nb int, c *[gemmRows * panelW]float32) {
+		_ = x[5*ldx+nb*q8Block-1]
+		_ = xs[nb*gemmRows-1]
+		_ = xc[nb*gemmRows-1]
+		_ = w[nb*q8BlockBytes-1]
+		gemm6x16Q8VNNI(&x[0], ldx, &xs[0], &xc[0], &w[0], nb, &c[0])
+	}
 	k.gemvQ8 = func(x *q8Input, w []byte, c []float32, panels int) {
 		nb := len(x.d)
 		if nb == 0 || panels == 0 {

@@ -3,6 +3,7 @@ package model_test
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,6 +83,28 @@ func q8Ref(v []float32, f16 bool) (q []int, scales []float32) {
 	return q, scales
 }
 
+// q8Product is the reference 8-bit product of the vector x with the [rows, cols]
+// matrix w: per row and block of 32 the exact integer sum of the quantized values
+// times the product of the two scales, summed in float64; bound is Σ|terms| (the
+// scale of the float32 rounding of the kernels' sums).
+func q8Product(x, w []float32, rows, cols int) (want, bound []float64) {
+	xq, xd := q8Ref(x, false)
+	want, bound = make([]float64, rows), make([]float64, rows)
+	for o := 0; o < rows; o++ {
+		wq, wd := q8Ref(w[o*cols:(o+1)*cols], true)
+		for b := range wd {
+			var isum int
+			for i := b * 32; i < (b+1)*32; i++ {
+				isum += wq[i] * xq[i]
+			}
+			s := float64(float32(wd[b] * xd[b]))
+			want[o] += float64(isum) * s
+			bound[o] += math.Abs(float64(isum) * s)
+		}
+	}
+	return want, bound
+}
+
 func TestInt8MatVecMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	for _, tc := range []struct{ rows, cols int }{
@@ -93,22 +116,8 @@ func TestInt8MatVecMatchesReference(t *testing.T) {
 			clear(x[:32])
 			x[40] = 30
 		}
-		xq, xd := q8Ref(x, false)
-		want := make([]float64, tc.rows)
-		bound := make([]float64, tc.rows) // Σ|terms|: the scale of the rounding of the float sums
+		want, bound := q8Product(x, w, tc.rows, tc.cols)
 		exact := naiveProduct(x, w, 1, tc.rows, tc.cols)
-		for o := 0; o < tc.rows; o++ {
-			wq, wd := q8Ref(w[o*tc.cols:(o+1)*tc.cols], true)
-			for b := range wd {
-				var isum int
-				for i := b * 32; i < (b+1)*32; i++ {
-					isum += wq[i] * xq[i]
-				}
-				s := float64(float32(wd[b] * xd[b]))
-				want[o] += float64(isum) * s
-				bound[o] += math.Abs(float64(isum) * s)
-			}
-		}
 		got := map[string][]float32{}
 		for name, e := range int8Engines(2) {
 			wt, err := e.Upload("w", dense(tc.rows, tc.cols, w))
@@ -139,7 +148,7 @@ func TestInt8MatVecMatchesReference(t *testing.T) {
 
 func TestInt8MatMulAndRowsUseTheQuantizedWeights(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 2))
-	for _, tc := range []struct{ rows, cols, n int }{{17, 33, 7}, {48, 576, 13}, {32, 64, 6}, {20, 100, 3}} {
+	for _, tc := range []struct{ rows, cols, n int }{{17, 33, 7}, {48, 576, 13}, {32, 64, 6}, {20, 100, 3}, {16, 64, 12}} {
 		w := randSlice(r, tc.rows*tc.cols)
 		x := randSlice(r, tc.n*tc.cols)
 		for name, e := range int8Engines(2) {
@@ -158,9 +167,19 @@ func TestInt8MatMulAndRowsUseTheQuantizedWeights(t *testing.T) {
 						require.Equal(t, float32(wq[i])*wd[i/32], dq[o*tc.cols+i], "%v %s %s: weight [%d %d]", tc, name, dtype, o, i)
 					}
 				}
-				// prefill: the quantized weights times float32 inputs
 				dst := dense(tc.n, tc.rows, make([]float32, tc.n*tc.rows))
 				require.NoError(t, e.MatMul(dst, dense(tc.n, tc.cols, x), wt))
+				if strings.Contains(e.Name(), "vnni") {
+					// prefill with the integer GEMM: every token as the 8-bit product
+					for tok := 0; tok < tc.n; tok++ {
+						want, bound := q8Product(x[tok*tc.cols:(tok+1)*tc.cols], wv, tc.rows, tc.cols)
+						for o := range want {
+							assert.InDelta(t, want[o], float64(dst.Float32s()[tok*tc.rows+o]), 1e-5*bound[o]+1e-6, "matmul %v %s %s token %d row %d", tc, name, dtype, tok, o)
+						}
+					}
+					continue
+				}
+				// prefill elsewhere: the widened 8-bit weights times float32 inputs
 				assert.InDeltaSlice(t, naiveProduct(x, dq, tc.n, tc.rows, tc.cols), f64(dst.Float32s()), 2e-3, "matmul %v %s %s", tc, name, dtype)
 				// unit-vector inputs read the widened panels back exactly (prefill's
 				// dequantization, assembly or portable, against Rows')
