@@ -271,9 +271,9 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 				continue
 			}
 			if n == 1 {
-				quantizeQ8Input(&c.xq, xs[:cols])
+				quantizeQ8Input(c.kern.quantQ8, &c.xq, xs[:cols])
 			} else if c.kern.gemm6x16Q8 != nil {
-				quantizeQ8Batch(&c.xb, xs, n, cols)
+				quantizeQ8Batch(c.pool, c.kern.quantQ8, &c.xb, xs, n, cols)
 				q8gemm = true
 			}
 			break

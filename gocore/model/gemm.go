@@ -62,6 +62,8 @@ type kernels struct {
 	// quantized input x, p < panels (8-bit weights, see q8.go); q8name names it.
 	gemvQ8 func(x *q8Input, w []byte, c []float32, panels int)
 	q8name string
+	// quantQ8 quantizes a row of inputs per block of 32 (quantizeQ8Act).
+	quantQ8 func(q []int8, d []float32, corr []int32, stride int, x []float32)
 	// dequantQ8 writes a q8 panel of rows of cols values as float32, [cols][16].
 	dequantQ8 func(dst []float32, w []byte, cols int)
 	// gemm6x16Q8 multiplies six quantized rows (x at a stride of ldx; scales and
@@ -89,6 +91,7 @@ var goKernels = kernels{
 	gemvQ8:       gemvQ8Go,
 	q8name:       "go",
 	dequantQ8:    dequantQ8Panel,
+	quantQ8:      quantizeQ8Act,
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {

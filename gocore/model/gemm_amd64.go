@@ -50,6 +50,7 @@ func asmKernels() (kernels, bool) {
 		gemvQ8:      gemvQ8Go,
 		q8name:      "go",
 		dequantQ8:   dequantQ8Panel,
+		quantQ8:     quantQ8Asm,
 	}
 	bf16Kernels(&k)
 	q8Kernels(&k)

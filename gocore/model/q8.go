@@ -47,7 +47,7 @@ type q8Input struct {
 // d = max|x|/127 and q = x/d rounded to nearest (halves away from zero), as llama.cpp
 // quantizes activations for Q8_0 products (it keeps d as float16; here it stays
 // float32).
-func quantizeQ8Input(in *q8Input, x []float32) {
+func quantizeQ8Input(quant func(q []int8, d []float32, corr []int32, stride int, x []float32), in *q8Input, x []float32) {
 	nb := q8Blocks(len(x))
 	if cap(in.q) < nb*q8Block {
 		in.q = make([]int8, nb*q8Block)
@@ -55,7 +55,7 @@ func quantizeQ8Input(in *q8Input, x []float32) {
 		in.corr = make([]int32, nb)
 	}
 	in.q, in.d, in.corr = in.q[:nb*q8Block], in.d[:nb], in.corr[:nb]
-	quantizeQ8Act(in.q, in.d, in.corr, 1, x)
+	quant(in.q, in.d, in.corr, 1, x)
 }
 
 // quantizeQ8Act quantizes one row x into q (q8Blocks(len(x))·32 values, zero-padded)
@@ -95,8 +95,9 @@ type q8Batch struct {
 	nb   int
 }
 
-// quantizeQ8Batch quantizes the n rows of xs (cols each) into bt.
-func quantizeQ8Batch(bt *q8Batch, xs []float32, n, cols int) {
+// quantizeQ8Batch quantizes the n rows of xs (cols each) into bt, rows split over the
+// pool.
+func quantizeQ8Batch(p *pool, quant func(q []int8, d []float32, corr []int32, stride int, x []float32), bt *q8Batch, xs []float32, n, cols int) {
 	nb := q8Blocks(cols)
 	rows := (n + gemmRows - 1) / gemmRows * gemmRows
 	if cap(bt.q) < rows*nb*q8Block {
@@ -107,19 +108,21 @@ func quantizeQ8Batch(bt *q8Batch, xs []float32, n, cols int) {
 		bt.corr = make([]int32, rows*nb)
 	}
 	bt.q, bt.d, bt.corr, bt.nb = bt.q[:rows*nb*q8Block], bt.d[:rows*nb], bt.corr[:rows*nb], nb
-	for t := 0; t < rows; t++ {
-		g, r := t/gemmRows, t%gemmRows
-		q := bt.q[t*nb*q8Block : (t+1)*nb*q8Block]
-		off := g*nb*gemmRows + r
-		if t >= n {
-			clear(q)
-			for b := 0; b < nb; b++ {
-				bt.d[off+b*gemmRows], bt.corr[off+b*gemmRows] = 0, 0
+	p.run(rows, rows*cols*4, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			g, r := t/gemmRows, t%gemmRows
+			q := bt.q[t*nb*q8Block : (t+1)*nb*q8Block]
+			off := g*nb*gemmRows + r
+			if t >= n {
+				clear(q)
+				for b := 0; b < nb; b++ {
+					bt.d[off+b*gemmRows], bt.corr[off+b*gemmRows] = 0, 0
+				}
+				continue
 			}
-			continue
+			quant(q, bt.d[off:], bt.corr[off:], gemmRows, xs[t*cols:(t+1)*cols])
 		}
-		quantizeQ8Act(q, bt.d[off:], bt.corr[off:], gemmRows, xs[t*cols:(t+1)*cols])
-	}
+	})
 }
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

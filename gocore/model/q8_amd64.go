@@ -1,6 +1,23 @@
 package model
 
 //go:noescape
+func quantQ8AVX2(x *float32, q *int8, d *float32, corr *int32, stride int, nb int)
+
+// quantQ8Asm is quantizeQ8Act with the AVX2 kernel over whole blocks.
+func quantQ8Asm(q []int8, d []float32, corr []int32, stride int, x []float32) {
+	full := len(x) / q8Block
+	if full > 0 {
+		_ = q[full*q8Block-1]
+		_ = d[(full-1)*stride]
+		_ = corr[(full-1)*stride]
+		quantQ8AVX2(&x[0], &q[0], &d[0], &corr[0], stride, full)
+	}
+	if len(x) > full*q8Block {
+		quantizeQ8Act(q[full*q8Block:], d[full*stride:], corr[full*stride:], stride, x[full*q8Block:])
+	}
+}
+
+//go:noescape
 func gemm6x16Q8VNNI(x *int8, ldx int, xs *float32, xc *int32, w *byte, nb int, c *float32)
 
 //go:noescape

@@ -394,3 +394,141 @@ q8gemmblock:
 	VMOVUPS Y11, 352(DX)
 	VZEROUPPER
 	RET
+
+DATA q8perm<>+0(SB)/4, $0
+DATA q8perm<>+4(SB)/4, $4
+DATA q8perm<>+8(SB)/4, $1
+DATA q8perm<>+12(SB)/4, $5
+DATA q8perm<>+16(SB)/4, $2
+DATA q8perm<>+20(SB)/4, $6
+DATA q8perm<>+24(SB)/4, $3
+DATA q8perm<>+28(SB)/4, $7
+GLOBL q8perm<>(SB), RODATA|NOPTR, $32
+
+// func quantQ8AVX2(x *float32, q *int8, d *float32, corr *int32, stride int, nb int)
+// quantizeQ8Act over nb whole blocks of 32 (see q8.go), with the same arithmetic:
+// amax by VMAXPS, d = amax/127 and inv = 1/d by scalar divisions, y = x·inv, and
+// y rounded half away from zero as trunc(y) + sign(y)·(|y - trunc(y)| >= 0.5) (exactly
+// the portable int32(float64(y) ± 0.5)); int32 → int8 by saturating packs and VPERMD;
+// corr = 128·Σq. A block of zeros gets d = 0, q = 0, corr = 0.
+TEXT ·quantQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ corr+24(FP), R8
+	MOVQ stride+32(FP), R9
+	SHLQ $2, R9
+	MOVQ nb+40(FP), CX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15         // |.| mask
+	MOVL $0x80000000, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10         // sign mask
+	MOVL $0x3f000000, AX          // 0.5
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL $0x3f800000, AX          // 1.0
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x42fe0000, AX          // 127.0
+	VMOVD AX, X14
+	VMOVDQU q8perm<>(SB), Y12
+
+qblock:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VANDPS Y15, Y2, Y6
+	VANDPS Y15, Y3, Y7
+	VMAXPS Y5, Y4, Y4
+	VMAXPS Y7, Y6, Y6
+	VMAXPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMAXPS X5, X4, X4
+	VPERMILPS $0x4e, X4, X5
+	VMAXPS X5, X4, X4
+	VPERMILPS $0xb1, X4, X5
+	VMAXPS X5, X4, X4
+	VDIVSS X14, X4, X5            // d = amax/127
+	VMOVSS X5, (DX)
+	VXORPS X6, X6, X6
+	VUCOMISS X6, X5
+	JEQ   qzero
+	VDIVSS X5, X13, X6            // inv = 1/d
+	VBROADCASTSS X6, Y6
+	VMULPS Y6, Y0, Y0
+	VMULPS Y6, Y1, Y1
+	VMULPS Y6, Y2, Y2
+	VMULPS Y6, Y3, Y3
+	VROUNDPS $3, Y0, Y8
+	VSUBPS Y8, Y0, Y9
+	VANDPS Y15, Y9, Y9
+	VCMPPS $0x1d, Y11, Y9, Y9
+	VANDPS Y10, Y0, Y7
+	VORPS Y13, Y7, Y7
+	VANDPS Y7, Y9, Y9
+	VADDPS Y9, Y8, Y8
+	VCVTTPS2DQ Y8, Y0
+	VROUNDPS $3, Y1, Y8
+	VSUBPS Y8, Y1, Y9
+	VANDPS Y15, Y9, Y9
+	VCMPPS $0x1d, Y11, Y9, Y9
+	VANDPS Y10, Y1, Y7
+	VORPS Y13, Y7, Y7
+	VANDPS Y7, Y9, Y9
+	VADDPS Y9, Y8, Y8
+	VCVTTPS2DQ Y8, Y1
+	VROUNDPS $3, Y2, Y8
+	VSUBPS Y8, Y2, Y9
+	VANDPS Y15, Y9, Y9
+	VCMPPS $0x1d, Y11, Y9, Y9
+	VANDPS Y10, Y2, Y7
+	VORPS Y13, Y7, Y7
+	VANDPS Y7, Y9, Y9
+	VADDPS Y9, Y8, Y8
+	VCVTTPS2DQ Y8, Y2
+	VROUNDPS $3, Y3, Y8
+	VSUBPS Y8, Y3, Y9
+	VANDPS Y15, Y9, Y9
+	VCMPPS $0x1d, Y11, Y9, Y9
+	VANDPS Y10, Y3, Y7
+	VORPS Y13, Y7, Y7
+	VANDPS Y7, Y9, Y9
+	VADDPS Y9, Y8, Y8
+	VCVTTPS2DQ Y8, Y3
+	VPADDD Y1, Y0, Y4
+	VPADDD Y3, Y2, Y5
+	VPADDD Y5, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD X5, X4, X4
+	VPSHUFD $0x4e, X4, X5
+	VPADDD X5, X4, X4
+	VPSHUFD $0xb1, X4, X5
+	VPADDD X5, X4, X4
+	VPSLLD $7, X4, X4
+	VMOVD X4, (R8)
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y12, Y0
+	VMOVDQU Y0, (DI)
+	JMP qnext
+
+qzero:
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+	MOVL $0, (R8)
+
+qnext:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ R9, DX
+	ADDQ R9, R8
+	DECQ CX
+	JNZ  qblock
+	VZEROUPPER
+	RET
