@@ -37,6 +37,11 @@ Then, per dtype, in the same run and with the same number of threads (2 unless -
   comparable path, so it is left out there.
 Every side is warmed up once (per thread setting), then run --repeat times (default 5)
 interleaved; the median is reported, with min and max, and the ratios of medians.
+On a loaded machine llama.cpp's runs are bimodal: its worker threads spin-wait between
+operations, and when the OS deschedules one of them a run can drop to a few tokens/s
+(seen here: 2-5 tok/s against 130-140 in the same minute); Go's pool spins briefly and
+then lets the caller take the work. Read the min/max columns, and run it on a quiet
+machine.
 
 It also measures the memory bandwidth (a STREAM-like copy of 256 MiB, bytes read +
 written per second, best of 10 trials with 1 and with --threads threads), computes the bytes one decode

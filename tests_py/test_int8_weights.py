@@ -4,8 +4,9 @@
 not equality. Models: the tiny ones of test_model_parity.py (Llama and Qwen2, f32 and
 bf16 checkpoints, real tokenizers).
 
-- Logits at every position of the 32-token prompt (`tether logits`: prefill, 8-bit
-  weights widened, float32 inputs) on the random models: max |int8 - as stored| <= 4%
+- Logits at every position of the 32-token prompt (`tether logits`: prefill, with
+  inputs quantized too where the CPU has AVX512-VNNI, else 8-bit weights widened to
+  float32) on the random models: max |int8 - as stored| <= 4%
   of the largest |logit| (measured: 1.4-3.0%; each weight is off by at most
   max|w|/254 of its block of 32).
 - 32 greedy tokens (`tether generate`: decode, inputs quantized per block of 32 too,

@@ -67,12 +67,13 @@ func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
 // WithInt8Products makes Upload quantize every weight matrix (float32 or bf16) to 8
 // bits: blocks of 32 values of a row with one float16 scale each (llama.cpp's Q8_0
 // layout idea, see q8.go), a quarter of float32's memory and memory traffic. Products
-// with one token (decode) quantize their input per block of 32 too and multiply
-// integers (AVX512-VNNI where the CPU has it, portable Go elsewhere); products with
-// several tokens (prefill) widen each panel to float32 and multiply float32 inputs.
-// Results are an approximation of the float32 model's, not equal to them: each weight
-// is off by up to half its block's scale (max|w|/254), and each decode input likewise.
-// Vectors (norm weights, biases) stay float32.
+// quantize their input per block of 32 too and multiply integers: decode (one token)
+// with a matrix-vector kernel, prefill (several tokens) with a six-token integer GEMM
+// (AVX512-VNNI where the CPU has it). Without VNNI, decode runs the portable Go kernel
+// and prefill widens each panel to float32 and multiplies float32 inputs. Results are
+// an approximation of the float32 model's, not equal to them: each weight is off by up
+// to half its block's scale (max|w|/254), and each input likewise. Vectors (norm
+// weights, biases) stay float32.
 func WithInt8Products() CPUOption { return func(c *CPU) { c.int8 = true } }
 
 // bf16Math reports whether products of bf16 weights by several tokens use bf16 math.

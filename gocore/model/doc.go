@@ -58,14 +58,17 @@
 //     scale (max|w|/127) each, llama.cpp's Q8_0 layout idea (34 bytes per 32 weights);
 //     a panel's blocks interleave 16 rows by groups of 4 columns so that VPDPBUSD
 //     (AVX512-VNNI, on 256-bit registers) multiplies eight rows' 4 weights by 4
-//     broadcast inputs per instruction, with no horizontal sums. Decode quantizes its
-//     input per block of 32 as llama.cpp does (scale kept in float32) and sums exact
-//     int32 products per block, scaled once per block; prefill widens each panel to
-//     float32 and runs the float32 GEMM. On the test models logits stay within 1.4-3%
+//     broadcast inputs per instruction, with no horizontal sums. Products quantize
+//     their input per block of 32 as llama.cpp does (scale kept in float32; AVX2) and
+//     sum exact int32 products per block, scaled once per block: decode with a
+//     matrix-vector kernel, prefill with a six-token integer GEMM (12 VPDPBUSD per group
+//     of 4 columns into int32 registers Y16-Y27, scaled into float32 ones per block).
+//     Without VNNI, prefill widens each panel to float32 and runs the float32 GEMM. On
+//     the test models logits stay within 1.4-3%
 //     of the largest |logit| of the stored weights' (tests_py/test_int8_weights.py),
 //     and greedy text matches where the model's choice has a margin; at near-ties of
-//     an untrained random model it may pick the other token. Without VNNI the portable
-//     Go kernel runs (correct, several times slower).
+//     an untrained random model it may pick the other token. Without VNNI, decode runs
+//     the portable Go kernel (correct, several times slower).
 //
 //   - RMSNorm, SiLUMul and RoPE, exported so that they can be checked on their own.
 //

@@ -8,9 +8,9 @@ import (
 // Upload in blocks of q8Block consecutive values of a row, each block with one scale d
 // (its largest magnitude / 127, stored as float16) and 32 integers q in [-127, 127]
 // with value ≈ q·d: the layout idea of llama.cpp's Q8_0, 34 bytes per 32 weights, a
-// quarter of float32's. Products with one token (decode) quantize the input the same
-// way (per block of 32, a float32 scale) and multiply integers: per block and row an
-// exact int32 sum of q_w·q_x, then one float32 multiply-add by d_w·d_x. The result is
+// quarter of float32's. Products quantize their input the same way (per block of 32,
+// a float32 scale) and multiply integers: per block, row and token an exact int32 sum
+// of q_w·q_x, then one float32 multiply-add by d_w·d_x. The result is
 // an approximation of the float32 product (relative error of order 1/127 per block,
 // averaging out over a row's blocks).
 //
