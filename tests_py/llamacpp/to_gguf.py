@@ -12,6 +12,9 @@ become f32, bf16 or Q8_0 (quantized by gguf-py's gguf.quants, the reference Q8_0
 llama.cpp: blocks of 32 int8 values with one f16 scale). The vocabulary is the model's
 tokenizer.json vocabulary, padded with [PAD<id>] tokens up to the model's vocab_size:
 the benchmark feeds token ids, so llama.cpp's tokenizer is never used, only its size.
+Plain RoPE only (rope scaling is refused). Checked: on test_model_parity.py's random
+llama2-f32 model, llama.cpp's 32 greedy ids equal tether's (19 distinct tokens), which
+they would not with the q/k permutation wrong.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ def main() -> None:
     cfg = json.loads((src / "config.json").read_text())
     if cfg.get("architectures") != ["LlamaForCausalLM"]:
         sys.exit(f"{src}: architectures {cfg.get('architectures')}, want LlamaForCausalLM")
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        sys.exit(f"{src}: rope scaling {rope.get('rope_type', rope.get('type'))!r} is not written by this converter")
     h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads", heads)
     qtype = {"f32": gguf.GGMLQuantizationType.F32, "bf16": gguf.GGMLQuantizationType.BF16,
