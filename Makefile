@@ -46,7 +46,7 @@ FASTPATH_SOURCES := $(wildcard bindings/_fastpath/*.go bindings/_fastpath/*.c)
 NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
-        tools rustlib venv tokenizers native bench bench-py bench-model bench-peers peers-env vllm-env test-vllm \
+        tools rustlib venv tokenizers native bench bench-py bench-model llamacpp-env bench-peers peers-env vllm-env test-vllm \
         cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle vllm-venv bench-vllm
 
 help:
@@ -312,11 +312,48 @@ bench-vllm: vllm-venv
 bench: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -run '^$$' -bench . -benchmem ./tests_go/...
 
-# Standalone Go generation vs PyTorch CPU on a SmolLM-135M-shaped random f32 model:
-# decode and prefill tokens/s and their ratio, same threads, same run (~1 min).
+# Standalone Go generation vs PyTorch CPU and llama.cpp on a SmolLM-135M-shaped random
+# model, f32, bf16 and 8-bit: decode and prefill tokens/s and their ratios, same threads,
+# same run (a few minutes).
 # BENCH_MODEL_ARGS, e.g. "--repeat 7 --dtypes f32": see tests_py/bench_model.py --help.
-bench-model: setup build
-	$(VPY) tests_py/bench_model.py $(BENCH_MODEL_ARGS)
+# llama.cpp runs beside Go and PyTorch on the same weights (GGUF: f32, bf16, Q8_0), from the
+# npm packages pinned in tests_py/llamacpp/requirements-llamacpp.txt, cached in
+# $(CACHE)/llamacpp/<key> (key: that file and the arch): lib/ the prebuilt CPU libraries,
+# include/ llama.h and the ggml headers of the same release, gguf-py/ its GGUF writer. The
+# driver (tests_py/llamacpp/driver.c) is compiled at bench time into driver-<its sha>/.
+LLAMACPP_KEY := $(shell (cat tests_py/llamacpp/requirements-llamacpp.txt; uname -m) | sha256sum | cut -c1-16)
+LLAMACPP_DIR := $(CACHE)/llamacpp/$(LLAMACPP_KEY)
+LLAMACPP_DRIVER := $(LLAMACPP_DIR)/driver-$(shell sha256sum tests_py/llamacpp/driver.c | cut -c1-16)/driver
+
+llamacpp-env:
+	@mkdir -p $(CACHE)/llamacpp
+	@if [ ! -f $(LLAMACPP_DIR)/.complete ]; then \
+	  echo "fetching llama.cpp (npm) into $(LLAMACPP_DIR)"; \
+	  flock $(CACHE)/llamacpp/.lock bash -euc ' \
+	    if [ ! -f $(LLAMACPP_DIR)/.complete ]; then \
+	      rm -rf $(LLAMACPP_DIR); mkdir -p $(LLAMACPP_DIR)/npm $(LLAMACPP_DIR)/lib; \
+	      cd $(LLAMACPP_DIR)/npm; \
+	      for p in $$(grep -v "^#" $(ROOT)/tests_py/llamacpp/requirements-llamacpp.txt); do \
+	        npm pack --silent "$$p" >/dev/null; done; \
+	      for t in *.tgz; do mkdir -p "$${t%.tgz}"; tar xzf "$$t" -C "$${t%.tgz}"; done; \
+	      cp node-llama-cpp-linux-x64-*/package/bins/linux-x64/*.so $(LLAMACPP_DIR)/lib/; \
+	      git -c advice.detachedHead=false clone -q node-llama-cpp-[0-9]*/package/llama/gitRelease.bundle src; \
+	      cp -r src/include $(LLAMACPP_DIR)/include; cp src/ggml/include/*.h $(LLAMACPP_DIR)/include/; \
+	      cp -r src/gguf-py $(LLAMACPP_DIR)/gguf-py; \
+	      cd $(LLAMACPP_DIR); rm -rf npm; touch .complete; \
+	    fi'; \
+	fi
+	@if [ ! -x $(LLAMACPP_DRIVER) ]; then \
+	  flock $(CACHE)/llamacpp/.lock bash -euc ' \
+	    d=$$(dirname $(LLAMACPP_DRIVER)); mkdir -p $$d; \
+	    cc -O2 -Wall -o $$d/driver.tmp tests_py/llamacpp/driver.c -I$(LLAMACPP_DIR)/include \
+	      -L$(LLAMACPP_DIR)/lib -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -lggml-base -ldl \
+	      -Wl,-rpath,$(LLAMACPP_DIR)/lib; \
+	    mv $$d/driver.tmp $(LLAMACPP_DRIVER)'; \
+	fi
+
+bench-model: setup build llamacpp-env
+	$(VPY) tests_py/bench_model.py --llamacpp $(LLAMACPP_DRIVER) --gguf-py $(LLAMACPP_DIR)/gguf-py $(BENCH_MODEL_ARGS)
 
 # Per-step overhead of the Python logits processor (batch 1 and 8, fp32 and bitmask paths),
 # and one batch bitmask fill of 64 different grammars against 64 single calls.

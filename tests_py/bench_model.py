@@ -1,4 +1,5 @@
-"""Go (tether generate) vs PyTorch CPU on a SmolLM-135M-shaped random model, f32 and bf16.
+"""Go (tether generate) vs PyTorch CPU and llama.cpp on a SmolLM-135M-shaped random model:
+f32, bf16 and 8-bit weights.
 
 Builds LlamaForCausalLM with SmolLM-135M's shape (hidden 576, 30 layers, 9 query heads
 sharing 3 key/value heads, intermediate 1536, vocab 49152, tied embeddings, rope_theta
@@ -22,17 +23,35 @@ Then, per dtype, in the same run and with the same number of threads (2 unless -
   threads, and each phase reports the faster of the two medians (on a busy machine
   OpenMP's spinning barriers can make two threads slower than one; the comparison
   should not gain from that).
-Both sides are warmed up once (per thread setting), then run --repeat times (default 5)
+- llama.cpp (with --llamacpp DRIVER, as `make bench-model` passes it): the same
+  checkpoint written as GGUF (tests_py/llamacpp/to_gguf.py with the gguf-py of the
+  pinned llama.cpp release: f32 for f32, bf16 for bf16, Q8_0 for int8), run by
+  tests_py/llamacpp/driver.c over libllama: the same prompt ids as one batch (prefill),
+  then one token per step, argmax (decode), same threads, one process per run. For
+  each precision the greedy ids of Go and llama.cpp are compared and the line says
+  whether they are identical (for f32 they should be: same weights, same math up to
+  rounding order; for bf16 and 8-bit llama.cpp rounds its activations too).
+- int8: Go with `--weights int8` on the f32 checkpoint (blocks of 32 int8 weights with
+  one scale, activations quantized per block of 32, as llama.cpp's Q8_0 computes)
+  against llama.cpp with Q8_0 made from the same checkpoint; PyTorch has no
+  comparable path, so it is left out there.
+Every side is warmed up once (per thread setting), then run --repeat times (default 5)
 interleaved; the median is reported, with min and max, and the ratios of medians.
+On a loaded machine llama.cpp's runs are bimodal: its worker threads spin-wait between
+operations, and when the OS deschedules one of them a run can drop to a few tokens/s
+(seen here: 2-5 tok/s against 130-140 in the same minute); Go's pool spins briefly and
+then lets the caller take the work. Read the min/max columns, and run it on a quiet
+machine.
 
 It also measures the memory bandwidth (a STREAM-like copy of 256 MiB, bytes read +
 written per second, best of 10 trials with 1 and with --threads threads), computes the bytes one decode
 step must read (every weight once, the tied embedding once as the output layer, and on
 average half the KV cache the run fills) and prints the bound bandwidth/bytes in
-tokens/s and the fraction of it Go's decode reaches.
+tokens/s and the fraction of it each decode reaches (8-bit: 34 bytes per 32 weights, as Q8_0
+stores them and `--weights int8` does).
 
     .venv/bin/python tests_py/bench_model.py [--prompt-tokens 128] [--decode-tokens 64]
-        [--repeat 5] [--dtypes f32,bf16]
+        [--repeat 5] [--dtypes f32,bf16,int8] [--llamacpp DRIVER --gguf-py DIR]
 """
 
 from __future__ import annotations
@@ -101,7 +120,7 @@ def prompt_text(tokens: int) -> tuple[str, list[int]]:
     return text, ids
 
 
-def run_go(model: Path, text: str, decode: int, threads: int, extra: tuple[str, ...] = ()) -> tuple[float, float, list[int]]:
+def run_go(model: Path, text: str, decode: int, threads: int, extra: tuple[str, ...] = (), with_ids: bool = False):
     proc = subprocess.run(
         [
             str(TETHER), "generate", "--model", str(model), "--prompt", text, "--temp", "0",
@@ -116,7 +135,41 @@ def run_go(model: Path, text: str, decode: int, threads: int, extra: tuple[str, 
     if proc.returncode != 0:
         sys.exit(f"tether generate failed:\n{proc.stderr}")
     out = json.loads(proc.stdout)
+    if with_ids:
+        return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"], out["ids"]
     return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"]
+
+
+def run_llamacpp(driver: Path, gguf: Path, ids: list[int], decode: int, threads: int) -> tuple[float, float, list[int]]:
+    proc = subprocess.run(
+        [str(driver), str(gguf), str(threads), str(decode), *map(str, ids)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"llama.cpp driver failed on {gguf}:\n{proc.stderr}")
+    out = json.loads(proc.stdout)
+    return out["prefill_tok_s"], out["decode_tok_s"], out["ids"]
+
+
+def make_gguf(src: Path, out: Path, kind: str, gguf_py: Path) -> None:
+    if out.exists():
+        return
+    t = time.perf_counter()
+    tmp = out.with_suffix(".tmp")
+    script = ROOT / "tests_py" / "llamacpp" / "to_gguf.py"
+    subprocess.run([sys.executable, str(script), str(src), str(tmp), kind, str(gguf_py)], check=True)
+    tmp.rename(out)
+    print(f"wrote {out} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+
+
+def same_ids(a: list[int], b: list[int]) -> str:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"differ from token {i} on ({i} identical of {min(len(a), len(b))})"
+    # A random model may repeat one token: say so, identity then shows less.
+    return f"identical ({min(len(a), len(b))} tokens, {len(set(a))} distinct)"
 
 
 def run_torch(model, ids: list[int], decode: int) -> tuple[float, float]:
@@ -175,7 +228,7 @@ def decode_bytes(cfg: dict, dtype: str, prompt: int, decode: int) -> float:
     kv = cfg["num_key_value_heads"] * hd
     per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
     params = n * per_layer + v * h + h  # tied: the embedding is read once, as lm_head
-    wbytes = params * (2 if dtype == "bf16" else 4)
+    wbytes = params * {"bf16": 2, "f32": 4, "int8": 34 / 32}[dtype]
     avg_pos = prompt + decode / 2
     return wbytes + n * 2 * kv * avg_pos * 4
 
@@ -186,15 +239,19 @@ def main() -> None:
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--dtypes", default="f32,bf16", help="comma-separated: f32, bf16")
+    ap.add_argument("--dtypes", default="f32,bf16,int8", help="comma-separated: f32, bf16, int8")
+    ap.add_argument("--llamacpp", type=Path, help="the llama.cpp driver (tests_py/llamacpp/driver.c, built)")
+    ap.add_argument("--gguf-py", type=Path, help="gguf-py of the same llama.cpp release (writes the GGUF files)")
     ap.add_argument("--model-dir", type=Path, help="reuse (or create) the models under here")
     args = ap.parse_args()
     if not TETHER.exists():
         sys.exit(f"{TETHER} missing: run `make build`")
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     for d in dtypes:
-        if d not in ("f32", "bf16"):
-            sys.exit(f"unknown dtype {d!r}: use f32 or bf16")
+        if d not in ("f32", "bf16", "int8"):
+            sys.exit(f"unknown dtype {d!r}: use f32, bf16 or int8")
+    if args.llamacpp and not args.gguf_py:
+        sys.exit("--llamacpp needs --gguf-py")
 
     import torch
     import transformers
@@ -214,34 +271,50 @@ def main() -> None:
         f"set_num_threads({' and '.join(map(str, sorted({1, args.threads})))}) per phase "
         f"[thr: the one that won]",
     ]
+    if args.llamacpp:
+        lines.append(f"  llama.cpp: {args.llamacpp} (libllama, GGUF from the same checkpoint), one process per run")
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
         root = args.model_dir or Path(tmp)
         for dt in dtypes:
-            d = root / f"smollm-135m-shaped-{dt}"
+            src = "f32" if dt == "int8" else dt  # 8-bit: quantized from the f32 checkpoint
+            d = root / f"smollm-135m-shaped-{src}"
             if not (d / "model.safetensors").exists():
                 d.mkdir(parents=True, exist_ok=True)
                 t = time.perf_counter()
-                build(d, dt)
+                build(d, src)
                 print(f"built {d} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
             cfg = json.loads((d / "config.json").read_text())
-            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
-            model = transformers.LlamaForCausalLM.from_pretrained(d, dtype=tdt, attn_implementation="sdpa").eval()
-            torch_threads = sorted({1, args.threads})
+            go_extra: tuple[str, ...] = ("--weights", "int8") if dt == "int8" else ()
+            gguf = None
+            if args.llamacpp:
+                kind = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}[dt]
+                gguf = root / f"smollm-135m-shaped-{kind}.gguf"
+                make_gguf(d, gguf, kind, args.gguf_py)
+            with_torch = dt != "int8"
+            model = None
+            torch_threads = sorted({1, args.threads}) if with_torch else []
+            if with_torch:
+                tdt = torch.bfloat16 if dt == "bf16" else torch.float32
+                model = transformers.LlamaForCausalLM.from_pretrained(d, dtype=tdt, attn_implementation="sdpa").eval()
             # Warm-up: first-call allocations and kernels, the checkpoint in the page cache.
             for n in torch_threads:
                 torch.set_num_threads(n)
                 run_torch(model, ids, 2)
-            run_go(d, text, 2, args.threads)
+            run_go(d, text, 2, args.threads, go_extra)
+            if gguf:
+                run_llamacpp(args.llamacpp, gguf, ids, 2, args.threads)
 
             # bf16: also Go with --bf16-math (prefill in bf16 as PyTorch computes it)
             math16 = dt == "bf16"
             if math16:
                 run_go(d, text, 2, args.threads, ("--bf16-math",))
-            go_pre, go_dec, m_pre, m_dec = [], [], [], []
+            go_pre, go_dec, m_pre, m_dec, l_pre, l_dec = [], [], [], [], [], []
+            go_out: list[int] = []
+            l_out: list[int] = []
             t_pre: dict[int, list[float]] = {n: [] for n in torch_threads}
             t_dec: dict[int, list[float]] = {n: [] for n in torch_threads}
-            for _ in range(args.repeat):  # interleaved, so drift in the machine hits both
-                p, dcd, go_ids = run_go(d, text, args.decode_tokens, args.threads)
+            for _ in range(args.repeat):  # interleaved, so drift in the machine hits every side
+                p, dcd, go_ids, go_out = run_go(d, text, args.decode_tokens, args.threads, go_extra, with_ids=True)
                 if go_ids != ids:
                     sys.exit("Go tokenized the prompt differently from the tokenizers package")
                 go_pre.append(p)
@@ -250,6 +323,10 @@ def main() -> None:
                     p, dcd, _ = run_go(d, text, args.decode_tokens, args.threads, ("--bf16-math",))
                     m_pre.append(p)
                     m_dec.append(dcd)
+                if gguf:
+                    p, dcd, l_out = run_llamacpp(args.llamacpp, gguf, ids, args.decode_tokens, args.threads)
+                    l_pre.append(p)
+                    l_dec.append(dcd)
                 for n in torch_threads:
                     torch.set_num_threads(n)
                     p, dcd = run_torch(model, ids, args.decode_tokens)
@@ -257,28 +334,42 @@ def main() -> None:
                     t_dec[n].append(dcd)
             del model
             torch.set_num_threads(args.threads)
-            pre_n = max(torch_threads, key=lambda n: statistics.median(t_pre[n]))
-            dec_n = max(torch_threads, key=lambda n: statistics.median(t_dec[n]))
-            torch_pre, torch_dec = t_pre[pre_n], t_dec[dec_n]
 
             nbytes = decode_bytes(cfg, dt, len(ids), args.decode_tokens)
             bound = bw / nbytes
-            rd = statistics.median(go_dec) / statistics.median(torch_dec)
-            rp = statistics.median(go_pre) / statistics.median(torch_pre)
+            med = statistics.median
             lines += [
-                f"{dt}:",
-                f"  decode   go {summary(go_dec)}   torch {summary(torch_dec)} [{dec_n} thr]",
-                f"  prefill  go {summary(go_pre)}   torch {summary(torch_pre)} [{pre_n} thr]",
-                f"  ratio go/torch: decode {rd:.2f}x, prefill {rp:.2f}x",
-                f"  decode bound: {nbytes / 1e6:.0f} MB read per token -> {bound:.1f} tok/s at "
-                f"{bw / 1e9:.1f} GB/s; go reaches {statistics.median(go_dec) / bound:.0%} of it, "
-                f"torch {statistics.median(torch_dec) / bound:.0%}",
+                f"{dt}{' (go --weights int8, llama.cpp Q8_0)' if dt == 'int8' else ''}:",
+                f"  decode bound: {nbytes / 1e6:.0f} MB read per token -> {bound:.1f} tok/s at {bw / 1e9:.1f} GB/s",
+                f"  decode   go {summary(go_dec)} = {med(go_dec) / bound:.0%} of bound",
             ]
+            if gguf:
+                lines.append(f"           llama.cpp {summary(l_dec)} = {med(l_dec) / bound:.0%} of bound")
+            if with_torch:
+                pre_n = max(torch_threads, key=lambda n: med(t_pre[n]))
+                dec_n = max(torch_threads, key=lambda n: med(t_dec[n]))
+                torch_pre, torch_dec = t_pre[pre_n], t_dec[dec_n]
+                lines.append(f"           torch {summary(torch_dec)} = {med(torch_dec) / bound:.0%} of bound [{dec_n} thr]")
+            lines.append(f"  prefill  go {summary(go_pre)}")
+            if gguf:
+                lines.append(f"           llama.cpp {summary(l_pre)}")
+            if with_torch:
+                lines += [
+                    f"           torch {summary(torch_pre)} [{pre_n} thr]",
+                    f"  ratio go/torch: decode {med(go_dec) / med(torch_dec):.2f}x, prefill {med(go_pre) / med(torch_pre):.2f}x",
+                ]
+            if gguf:
+                lines += [
+                    f"  ratio go/llama.cpp: decode {med(go_dec) / med(l_dec):.2f}x, prefill {med(go_pre) / med(l_pre):.2f}x",
+                    f"  greedy ids go vs llama.cpp: {same_ids(go_out, l_out)}",
+                ]
             if math16:
                 lines += [
                     f"  go --bf16-math (prefill inputs rounded to bf16, as torch does):",
-                    f"  decode   go {summary(m_dec)}   ratio go/torch {statistics.median(m_dec) / statistics.median(torch_dec):.2f}x",
-                    f"  prefill  go {summary(m_pre)}   ratio go/torch {statistics.median(m_pre) / statistics.median(torch_pre):.2f}x",
+                    f"  decode   go {summary(m_dec)}   ratio go/torch {med(m_dec) / med(torch_dec):.2f}x"
+                    + (f", go/llama.cpp {med(m_dec) / med(l_dec):.2f}x" if gguf else ""),
+                    f"  prefill  go {summary(m_pre)}   ratio go/torch {med(m_pre) / med(torch_pre):.2f}x"
+                    + (f", go/llama.cpp {med(m_pre) / med(l_pre):.2f}x" if gguf else ""),
                 ]
     print("\n".join(lines))
 

@@ -34,12 +34,16 @@ type CPU struct {
 	bf16    bool         // WithBF16Products: multiply bf16 weights by bf16 inputs (prefill)
 	x16     []uint16     // a product's input rounded to bf16, rows of kpad (bf16 math)
 	xtail16 []uint16     // its last n%6 rows, zero-padded to 6
+	int8    bool         // WithInt8Products: matrices quantized to 8 bits at Upload
+	xq      q8Input      // a one-token product's input, quantized (8-bit weights)
+	xb      q8Batch      // a several-token product's input, quantized (gemm6x16Q8)
 }
 
 // cpuScratch is one worker's buffers.
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
 	tile, tile2 [gemmRows * panelW]float32
+	run, run2   []float32 // a run of panels' outputs (decode)
 	scores      []float32 // attention scores
 	q           []float32 // a query head scaled by 1/√headDim
 }
@@ -60,6 +64,18 @@ func WithPortableKernels() CPUOption { return func(c *CPU) { c.kern = goKernels 
 // 3 significant digits), the same order as PyTorch's bf16 results do. With
 // WithPortableKernels the Go kernels compute the same bf16 math (slowly; for tests).
 func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
+
+// WithInt8Products makes Upload quantize every weight matrix (float32 or bf16) to 8
+// bits: blocks of 32 values of a row with one float16 scale each (llama.cpp's Q8_0
+// layout idea, see q8.go), a quarter of float32's memory and memory traffic. Products
+// quantize their input per block of 32 too and multiply integers: decode (one token)
+// with a matrix-vector kernel, prefill (several tokens) with a six-token integer GEMM
+// (AVX512-VNNI where the CPU has it). Without VNNI, decode runs the portable Go kernel
+// and prefill widens each panel to float32 and multiplies float32 inputs. Results are
+// an approximation of the float32 model's, not equal to them: each weight is off by up
+// to half its block's scale (max|w|/254), and each input likewise. Vectors (norm
+// weights, biases) stay float32.
+func WithInt8Products() CPUOption { return func(c *CPU) { c.int8 = true } }
 
 // bf16Math reports whether products of bf16 weights by several tokens use bf16 math.
 func (c *CPU) bf16Math() bool { return c.bf16 && c.kern.gemm6x16BF16 != nil }
@@ -87,6 +103,9 @@ func (c *CPU) Threads() int { return c.threads }
 
 // Name describes the engine.
 func (c *CPU) Name() string {
+	if c.int8 {
+		return fmt.Sprintf("cpu (%d threads, %s, int8 weights: %s)", c.threads, c.kern.name, c.kern.q8name)
+	}
 	if c.bf16Math() {
 		return fmt.Sprintf("cpu (%d threads, %s, bf16 math)", c.threads, c.kern.name)
 	}
@@ -100,6 +119,7 @@ type cpuWeight struct {
 	f32        []float32 // packed panels (float32 weights)
 	bf         []uint16  // packed panels (bfloat16 weights)
 	pairs      bool      // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math)
+	q8         []byte    // packed q8 panels (8-bit weights, see q8.go)
 	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
 }
 
@@ -124,6 +144,9 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 		return nil, fmt.Errorf("model: cpu engine: weight %q has shape %v, want a matrix", name, s)
 	}
 	w := &cpuWeight{name: name, rows: s[0], cols: s[1]}
+	if c.int8 && w.rows > 1 {
+		return c.uploadQ8(w, t)
+	}
 	switch t.Dtype() {
 	case tensor.Float32:
 		d := t.Float32s()
@@ -146,6 +169,27 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	default:
 		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", name, t.Dtype())
 	}
+	return w, nil
+}
+
+// uploadQ8 quantizes a float32 or bf16 matrix into q8 panels.
+func (c *CPU) uploadQ8(w *cpuWeight, t *tensor.Dense) (Weight, error) {
+	var get func(r int, buf []float32) []float32
+	switch t.Dtype() {
+	case tensor.Float32:
+		d := t.Float32s()
+		get = func(r int, _ []float32) []float32 { return d[r*w.cols : (r+1)*w.cols] }
+	case tensor.Uint16:
+		d := t.Data().([]uint16)
+		get = func(r int, buf []float32) []float32 {
+			widenBF16Go(buf, d[r*w.cols:(r+1)*w.cols])
+			return buf
+		}
+	default:
+		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", w.name, t.Dtype())
+	}
+	size := w.panels() * q8PanelBytes(w.cols)
+	w.q8 = packQ8Panels(c.pool, arenaSlice[byte](&c.arena, size), w.rows, w.cols, get)
 	return w, nil
 }
 
@@ -223,6 +267,21 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 		clear(c.xtail)
 		copy(c.xtail, xs[(n-r)*cols:n*cols])
 	}
+	q8gemm := false
+	if c.int8 {
+		for i := range items {
+			if items[i].w.q8 == nil {
+				continue
+			}
+			if n == 1 {
+				quantizeQ8Input(c.kern.quantQ8, &c.xq, xs[:cols])
+			} else if c.kern.gemm6x16Q8 != nil {
+				quantizeQ8Batch(c.pool, c.kern.quantQ8, &c.xb, xs, n, cols)
+				q8gemm = true
+			}
+			break
+		}
+	}
 	var x16 bf16Input
 	if n > 1 && c.bf16Math() {
 		for i := range items {
@@ -235,12 +294,26 @@ func (c *CPU) products(xs []float32, n int, items []prodItem) {
 	c.pool.run(units, work, func(worker, lo, hi int) {
 		s := &c.scratch[worker]
 		it, base := 0, 0
+		if n == 1 { // decode: runs of consecutive panels of one item per kernel call
+			for u := lo; u < hi; {
+				for u-base >= items[it].w.panels() {
+					base += items[it].w.panels()
+					it++
+				}
+				cnt := min(hi-u, items[it].w.panels()-(u-base))
+				c.gemvRun(s, xs, &items[it], u-base, cnt)
+				u += cnt
+			}
+			return
+		}
 		for u := lo; u < hi; u++ {
 			for u-base >= items[it].w.panels() {
 				base += items[it].w.panels()
 				it++
 			}
-			if x16.rows != nil && items[it].w.pairs && (items[it].up == nil || items[it].up.pairs) {
+			if q8gemm && items[it].w.q8 != nil && (items[it].up == nil || items[it].up.q8 != nil) {
+				c.panelQ8(s, n, &items[it], u-base)
+			} else if x16.rows != nil && items[it].w.pairs && (items[it].up == nil || items[it].up.pairs) {
 				c.panelBF16(s, x16, n, &items[it], u-base)
 			} else {
 				c.panel(s, xs, n, &items[it], u-base)
@@ -309,6 +382,32 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 	}
 }
 
+// panelQ8 is panel for q8 weights with the integer GEMM: the quantized input c.xb
+// times the panel (and up's), six tokens at a time.
+func (c *CPU) panelQ8(s *cpuScratch, n int, it *prodItem, p int) {
+	w := it.w
+	nb := c.xb.nb
+	size := nb * q8BlockBytes
+	o0 := p * panelW
+	width := min(panelW, w.rows-o0)
+	wp := w.q8[p*size : (p+1)*size]
+	var up []byte
+	if it.up != nil {
+		up = it.up.q8[p*size : (p+1)*size]
+	}
+	ldx := nb * q8Block
+	for b := 0; b < n; b += gemmRows {
+		g := b / gemmRows
+		x := c.xb.q[b*ldx:]
+		xs, xc := c.xb.d[g*nb*gemmRows:], c.xb.corr[g*nb*gemmRows:]
+		c.kern.gemm6x16Q8(x, ldx, xs, xc, wp, nb, &s.tile)
+		if up != nil {
+			c.kern.gemm6x16Q8(x, ldx, xs, xc, up, nb, &s.tile2)
+		}
+		c.emitBlock(s, it, b, n, o0, width, up != nil)
+	}
+}
+
 // emitBlock stores the outputs of one block of up to six tokens (rows b..) of a panel
 // from s.tile (and s.tile2 for a SwiGLU item).
 func (c *CPU) emitBlock(s *cpuScratch, it *prodItem, b, n, o0, width int, swiglu bool) {
@@ -323,25 +422,50 @@ func (c *CPU) emitBlock(s *cpuScratch, it *prodItem, b, n, o0, width int, swiglu
 	}
 }
 
-// panel computes one panel (16 outputs) of an item for all n rows.
+// gemvRun computes panels p0..p0+cnt-1 of an item for one token (decode) with one
+// kernel call per weight, then applies bias or SwiGLU and stores the outputs.
+func (c *CPU) gemvRun(s *cpuScratch, x []float32, it *prodItem, p0, cnt int) {
+	w := it.w
+	o0 := p0 * panelW
+	width := min(cnt*panelW, w.rows-o0)
+	s.run = growFloats(s.run, cnt*panelW)
+	g := s.run
+	c.gemvPanels(w, p0, cnt, x, g)
+	if it.up != nil {
+		s.run2 = growFloats(s.run2, cnt*panelW)
+		u := s.run2
+		c.gemvPanels(it.up, p0, cnt, x, u)
+		c.glu(g[:width], u[:width], it.bias, it.upBias, o0, it.act)
+		c.emit(it, 0, o0, g[:width], nil)
+		return
+	}
+	c.emit(it, 0, o0, g[:width], it.bias)
+}
+
+// gemvPanels computes panels p0..p0+cnt-1 of w times the vector x into out[:cnt*16].
+func (c *CPU) gemvPanels(w *cpuWeight, p0, cnt int, x, out []float32) {
+	k := w.cols
+	switch {
+	case w.q8 != nil:
+		size := q8PanelBytes(k)
+		c.kern.gemvQ8(&c.xq, w.q8[p0*size:(p0+cnt)*size], out, cnt)
+	case w.pairs:
+		for p := 0; p < cnt; p++ {
+			c.kern.gemvPairs(x, w.bfPanel(p0+p), k, out[p*panelW:])
+		}
+	case w.bf != nil:
+		c.kern.gemvBF16(x, w.bf[p0*k*panelW:(p0+cnt)*k*panelW], k, out, cnt)
+	default:
+		c.kern.gemvF32(x, w.f32[p0*k*panelW:(p0+cnt)*k*panelW], k, out, cnt)
+	}
+}
+
+// panel computes one panel (16 outputs) of an item for all n rows (n > 1).
 func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 	w := it.w
 	cols := w.cols
 	o0 := p * panelW
 	width := min(panelW, w.rows-o0)
-	if n == 1 {
-		g := s.tile[:panelW]
-		c.gemv(w, p, xs, g)
-		if it.up != nil {
-			u := s.tile2[:panelW]
-			c.gemv(it.up, p, xs, u)
-			c.glu(g[:width], u[:width], it.bias, it.upBias, o0, it.act)
-			c.emit(it, 0, o0, g[:width], nil)
-			return
-		}
-		c.emit(it, 0, o0, g[:width], it.bias)
-		return
-	}
 	wp := c.panelF32(w, p, &s.wbuf)
 	var up []float32
 	if it.up != nil {
@@ -360,22 +484,16 @@ func (c *CPU) panel(s *cpuScratch, xs []float32, n int, it *prodItem, p int) {
 	}
 }
 
-// gemv computes panel p of w times the vector x into out[:16].
-func (c *CPU) gemv(w *cpuWeight, p int, x, out []float32) {
-	k := w.cols
-	if w.pairs {
-		c.kern.gemvPairs(x, w.bfPanel(p), k, out)
-	} else if w.bf != nil {
-		c.kern.gemvBF16(x, w.bfPanel(p), k, out, 1)
-	} else {
-		c.kern.gemvF32(x, w.f32[p*k*panelW:(p+1)*k*panelW], k, out, 1)
-	}
-}
-
 // panelF32 returns panel p of w as float32: the packed data itself, or a bf16 panel
 // widened into buf (once per panel per product, reused by every block of tokens).
 func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 	k := w.cols
+	if w.q8 != nil {
+		*buf = growFloats(*buf, k*panelW)
+		size := q8PanelBytes(k)
+		c.kern.dequantQ8(*buf, w.q8[p*size:(p+1)*size], k)
+		return *buf
+	}
 	if w.bf == nil {
 		return w.f32[p*k*panelW : (p+1)*k*panelW]
 	}
@@ -825,7 +943,13 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int, scale float32) error 
 		p, r := id/panelW, id%panelW
 		base := p * cols * panelW
 		d := ds[i*cols : (i+1)*cols]
-		if cw.pairs {
+		if cw.q8 != nil {
+			size := q8PanelBytes(cols)
+			panel := cw.q8[p*size : (p+1)*size]
+			for j := range d {
+				d[j] = q8Value(panel, r, j)
+			}
+		} else if cw.pairs {
 			base = p * pairPanelSize(cols)
 			for j := range d {
 				d[j] = math.Float32frombits(uint32(cw.bf[base+((j/2)*panelW+r)*2+j%2]) << 16)

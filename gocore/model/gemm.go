@@ -57,6 +57,20 @@ type kernels struct {
 	// weightedSum writes out[j] = Σ_p s[p]·v[p*stride+j] for j < len(out), p < len(s)
 	// (attention's weighted sum of the cached values of one head).
 	weightedSum func(out, s, v []float32, stride int)
+
+	// gemvQ8 writes c[p*16+j] = the product of row p*16+j of q8 panels w with the
+	// quantized input x, p < panels (8-bit weights, see q8.go); q8name names it.
+	gemvQ8 func(x *q8Input, w []byte, c []float32, panels int)
+	q8name string
+	// quantQ8 quantizes a row of inputs per block of 32 (quantizeQ8Act).
+	quantQ8 func(q []int8, d []float32, corr []int32, stride int, x []float32)
+	// dequantQ8 writes a q8 panel of rows of cols values as float32, [cols][16].
+	dequantQ8 func(dst []float32, w []byte, cols int)
+	// gemm6x16Q8 multiplies six quantized rows (x at a stride of ldx; scales and
+	// corrections of block b at xs[b*6+t], xc[b*6+t]) by one q8 panel of nb blocks:
+	// per token the sum gemvQ8 computes. nil where the CPU has no integer kernel for it:
+	// prefill then widens q8 panels to float32 (dequantQ8) and multiplies float32 inputs.
+	gemm6x16Q8 func(x []int8, ldx int, xs []float32, xc []int32, w []byte, nb int, c *[gemmRows * panelW]float32)
 }
 
 var goKernels = kernels{
@@ -74,6 +88,10 @@ var goKernels = kernels{
 	axpy:         axpyGo,
 	scores:       scoresGo,
 	weightedSum:  weightedSumGo,
+	gemvQ8:       gemvQ8Go,
+	q8name:       "go",
+	dequantQ8:    dequantQ8Panel,
+	quantQ8:      quantizeQ8Act,
 }
 
 func gemm6x16Go(x []float32, ldx int, w []float32, k int, c *[gemmRows * panelW]float32) {
@@ -277,7 +295,7 @@ func (a *weightArena) alloc(n int) unsafe.Pointer {
 }
 
 // arenaSlice returns n zeroed elements of T from a.
-func arenaSlice[T float32 | uint16](a *weightArena, n int) []T {
+func arenaSlice[T float32 | uint16 | byte](a *weightArena, n int) []T {
 	var zero T
 	return unsafe.Slice((*T)(a.alloc(n*int(unsafe.Sizeof(zero)))), n)
 }

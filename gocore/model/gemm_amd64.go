@@ -47,8 +47,13 @@ func asmKernels() (kernels, bool) {
 		axpy:        axpyAsm,
 		scores:      scoresAsm,
 		weightedSum: weightedSumAsm,
+		gemvQ8:      gemvQ8Go,
+		q8name:      "go",
+		dequantQ8:   dequantQ8Panel,
+		quantQ8:     quantQ8Asm,
 	}
 	bf16Kernels(&k)
+	q8Kernels(&k)
 	return k, true
 }
 

@@ -14,7 +14,8 @@ import (
 // benchModel loads the checkpoint in $TETHER_BENCH_MODEL (e.g. bench_model.py's
 // --model-dir output) on two threads, closed when the benchmark ends, and returns
 // it with the benchmarks' 128-token prompt; without the variable the benchmark is
-// skipped. TETHER_BENCH_BF16_MATH=1 loads it with model.WithBF16Math.
+// skipped. TETHER_BENCH_BF16_MATH=1 loads it with model.WithBF16Math, TETHER_BENCH_INT8=1
+// with model.WithInt8Weights.
 func benchModel(b *testing.B) (*model.Model, []int) {
 	b.Helper()
 	dir := os.Getenv("TETHER_BENCH_MODEL")
@@ -24,6 +25,9 @@ func benchModel(b *testing.B) (*model.Model, []int) {
 	opts := []model.Option{model.WithThreads(2)}
 	if os.Getenv("TETHER_BENCH_BF16_MATH") != "" {
 		opts = append(opts, model.WithBF16Math())
+	}
+	if os.Getenv("TETHER_BENCH_INT8") != "" {
+		opts = append(opts, model.WithInt8Weights())
 	}
 	m, err := model.Load(dir, opts...)
 	require.NoError(b, err)

@@ -319,3 +319,18 @@ func f64(v []float32) []float64 {
 	}
 	return out
 }
+
+// The engine options of the default CPU engine do not apply to an engine given with
+// WithEngine: combining them is an error, not a silent full-precision run.
+func TestEngineOptionsNeedTheDefaultEngine(t *testing.T) {
+	dir := writeModel(t, tiny, tensorsFor(tiny, 1), nil)
+	e := model.NewCPU(1)
+	defer e.Close()
+	for _, opt := range []model.Option{model.WithInt8Weights(), model.WithBF16Math()} {
+		_, err := model.Load(dir, model.WithEngine(e), opt)
+		require.ErrorContains(t, err, "configure the default CPU engine")
+	}
+	m, err := model.Load(dir, model.WithEngine(e))
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+}

@@ -60,6 +60,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "goroutines per matrix product (0: GOMAXPROCS)")
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: prefill multiplies in bf16 as PyTorch does (AVX512-BF16 CPUs; about twice as fast there), not exactly in float32")
 	device := deviceFlag(fs)
+	weights := fs.String("weights", "", weightsHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, stop reason, speeds) instead of streaming text")
 	logitsPath := fs.String("logits", "", "sample from recorded logits instead of a model: little-endian float32 rows of --n-vocab values, one row per step; prints {\"ids\": [...]}")
 	tokPath := fs.String("tokenizer", "", "with --logits: a tokenizer.json, to tokenize DRY sequence breakers")
@@ -125,6 +126,10 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	mopts := []model.Option{model.WithThreads(*threads)}
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
+	}
+	mopts, err := weightsOption(mopts, *weights)
+	if err != nil {
+		return err
 	}
 	dopts, release, err := deviceEngine(*device)
 	if err != nil {
@@ -305,4 +310,19 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintf(w, "  --%s %s\n    \t%s (default: %s)\n", f.Name, kind, usage, def)
 	})
+}
+
+const weightsHelp = "how weight matrices are held: \"\" as stored (f32, or bf16 for bf16 checkpoints), or int8 " +
+	"(quantized at load in blocks of 32 with one scale each, as llama.cpp's Q8_0: a quarter of f32's memory, " +
+	"faster decode; an approximation, logits differ slightly from the f32 model's)"
+
+// weightsOption adds the model option of a --weights value.
+func weightsOption(mopts []model.Option, v string) ([]model.Option, error) {
+	switch v {
+	case "":
+		return mopts, nil
+	case "int8":
+		return append(mopts, model.WithInt8Weights()), nil
+	}
+	return nil, usageError("--weights %q: want int8 (or nothing for the weights as stored)", v)
 }

@@ -30,6 +30,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	device := deviceFlag(fs)
 	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
 	prefill := fs.Int("prefill", 0, "run the first N ids as one prefill and each later id as a decode step (0: all ids in one prefill)")
+	weights := fs.String("weights", "", weightsHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,6 +51,9 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	mopts := []model.Option{model.WithThreads(*threads)}
 	if *bf16Math {
 		mopts = append(mopts, model.WithBF16Math())
+	}
+	if mopts, err = weightsOption(mopts, *weights); err != nil {
+		return err
 	}
 	dopts, release, err := deviceEngine(*device)
 	if err != nil {
