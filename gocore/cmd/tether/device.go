@@ -9,9 +9,41 @@ import (
 	"github.com/tetherlm/tether/gocore/model/cuda"
 )
 
-// deviceFlag registers --device on fs.
-func deviceFlag(fs *flag.FlagSet) *string {
-	return fs.String("device", "cpu", "where the forward pass runs: cpu, or cuda[:N] (the tether-cuda build, `make build-cuda`)")
+// modelFlags are the flags that choose how a model runs (generate, logits).
+type modelFlags struct {
+	threads  *int
+	bf16Math *bool
+	device   *string
+	weights  *string
+}
+
+// addModelFlags registers --threads, --bf16-math, --device and --weights on fs, with
+// the command's own help for the first two.
+func addModelFlags(fs *flag.FlagSet, threadsHelp, bf16Help string) modelFlags {
+	return modelFlags{
+		threads:  fs.Int("threads", 0, threadsHelp),
+		bf16Math: fs.Bool("bf16-math", false, bf16Help),
+		device:   fs.String("device", "cpu", "where the forward pass runs: cpu, or cuda[:N] (the tether-cuda build, `make build-cuda`)"),
+		weights:  fs.String("weights", "", weightsHelp),
+	}
+}
+
+// options returns the model options the flags ask for and a function that releases
+// the engine --device made (call it after the model is closed).
+func (f modelFlags) options() ([]model.Option, func(), error) {
+	mopts := []model.Option{model.WithThreads(*f.threads)}
+	if *f.bf16Math {
+		mopts = append(mopts, model.WithBF16Math())
+	}
+	mopts, err := weightsOption(mopts, *f.weights)
+	if err != nil {
+		return nil, nil, err
+	}
+	dopts, release, err := deviceEngine(*f.device)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(mopts, dopts...), release, nil
 }
 
 // deviceEngine returns the model option for --device and a function that releases the

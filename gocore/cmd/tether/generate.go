@@ -57,10 +57,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	maxTokens := fs.Int("max-tokens", 128, "stop after this many tokens (<= 0: until an end token or the context ends)")
 	ignoreEOG := fs.Bool("ignore-eog", false, "never pick an end-of-generation token (stop at --max-tokens)")
 	noSpecial := fs.Bool("no-special", false, "encode the prompt without special tokens (BOS)")
-	threads := fs.Int("threads", 0, "goroutines per matrix product (0: GOMAXPROCS)")
-	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: prefill multiplies in bf16 as PyTorch does (AVX512-BF16 CPUs; about twice as fast there), not exactly in float32")
-	device := deviceFlag(fs)
-	weights := fs.String("weights", "", weightsHelp)
+	mf := addModelFlags(fs, "goroutines per matrix product (0: GOMAXPROCS)",
+		"bf16 checkpoints: prefill multiplies in bf16 as PyTorch does (AVX512-BF16 CPUs; about twice as fast there), not exactly in float32")
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, stop reason, speeds) instead of streaming text")
 	logitsPath := fs.String("logits", "", "sample from recorded logits instead of a model: little-endian float32 rows of --n-vocab values, one row per step; prints {\"ids\": [...]}")
 	tokPath := fs.String("tokenizer", "", "with --logits: a tokenizer.json, to tokenize DRY sequence breakers")
@@ -123,20 +121,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 		*prompt, *noSpecial = text, true
 	}
-	mopts := []model.Option{model.WithThreads(*threads)}
-	if *bf16Math {
-		mopts = append(mopts, model.WithBF16Math())
-	}
-	mopts, err := weightsOption(mopts, *weights)
-	if err != nil {
-		return err
-	}
-	dopts, release, err := deviceEngine(*device)
+	mopts, release, err := mf.options()
 	if err != nil {
 		return err
 	}
 	defer release()
-	g, err := generate.Load(*dir, append(mopts, dopts...)...)
+	g, err := generate.Load(*dir, mopts...)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

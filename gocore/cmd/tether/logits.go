@@ -26,11 +26,9 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("model", "", "Hugging Face model directory (required); architectures: "+strings.Join(model.SupportedArchitectures(), ", "))
 	idsFlag := fs.String("ids", "", "comma-separated token ids (required)")
 	out := fs.String("out", "", "output file (required)")
-	threads := fs.Int("threads", 0, "goroutines per product (0: GOMAXPROCS)")
-	device := deviceFlag(fs)
-	bf16Math := fs.Bool("bf16-math", false, "bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
+	mf := addModelFlags(fs, "goroutines per product (0: GOMAXPROCS)",
+		"bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
 	prefill := fs.Int("prefill", 0, "run the first N ids as one prefill and each later id as a decode step (0: all ids in one prefill)")
-	weights := fs.String("weights", "", weightsHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,19 +46,12 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if *prefill > 0 {
 		n = *prefill
 	}
-	mopts := []model.Option{model.WithThreads(*threads)}
-	if *bf16Math {
-		mopts = append(mopts, model.WithBF16Math())
-	}
-	if mopts, err = weightsOption(mopts, *weights); err != nil {
-		return err
-	}
-	dopts, release, err := deviceEngine(*device)
+	mopts, release, err := mf.options()
 	if err != nil {
 		return err
 	}
 	defer release()
-	m, err := model.Load(*dir, append(mopts, dopts...)...)
+	m, err := model.Load(*dir, mopts...)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

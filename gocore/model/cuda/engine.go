@@ -232,12 +232,8 @@ func (e *Engine) leave() {
 	e.mu.Unlock()
 }
 
-// call runs f inside enter/leave, turning a panic into an error.
-func (e *Engine) call(f func() error) (err error) {
-	if e.step != nil {
-		// Inside Step: already entered by Step on this goroutine.
-		return f()
-	}
+// locked runs f inside enter/leave, turning a panic into an error.
+func (e *Engine) locked(f func() error) (err error) {
 	if err := e.enter(); err != nil {
 		return err
 	}
@@ -248,6 +244,14 @@ func (e *Engine) call(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// call runs an operation: locked, or directly inside Step (which holds the lock).
+func (e *Engine) call(f func() error) error {
+	if e.step != nil {
+		return f()
+	}
+	return e.locked(f)
 }
 
 func (e *Engine) drainFreed() {
@@ -1170,17 +1174,15 @@ func (e *Engine) Write(t *tensor.Dense, vals []float32) error {
 // CUDA graph the second time a sequence makes one (the first sizes every buffer) and
 // replayed afterwards; its inputs go up in one copy from pinned memory and its logits
 // come down into pinned memory.
-func (e *Engine) Step(st *model.Step, ops func() error) (err error) {
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.leave()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("cuda: %v", p)
-		}
-		e.step = nil
-	}()
+func (e *Engine) Step(st *model.Step, ops func() error) error {
+	return e.locked(func() error {
+		defer func() { e.step = nil }()
+		return e.runStep(st, ops)
+	})
+}
+
+// runStep is Step's body, with the engine locked.
+func (e *Engine) runStep(st *model.Step, ops func() error) (err error) {
 	n := len(st.IDs)
 	half := 0
 	if n > 0 {
