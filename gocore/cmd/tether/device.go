@@ -23,7 +23,7 @@ func addModelFlags(fs *flag.FlagSet, threadsHelp, bf16Help string) modelFlags {
 	return modelFlags{
 		threads:  fs.Int("threads", 0, threadsHelp),
 		bf16Math: fs.Bool("bf16-math", false, bf16Help),
-		device:   fs.String("device", "cpu", "where the forward pass runs: cpu, or cuda[:N] (the tether-cuda build, `make build-cuda`)"),
+		device:   fs.String("device", "cpu", "where the forward pass runs: cpu, or cuda[:N] (the tether-cuda build of make build-cuda)"),
 		weights:  fs.String("weights", "", weightsHelp),
 	}
 }
