@@ -1,7 +1,8 @@
 """The processor's one-kernel CUDA path (tether/_cuda.py), as far as a machine without a
 GPU can check it: the committed fatbin is what `make cuda-kernels` made from the
 committed source, it ships in the package, and scores that are not on a CUDA device
-never reach the driver. The kernel itself runs in the device check
+never reach the driver; and the default CLI's --device cuda is a clear error naming
+`make build-cuda`. The kernel itself runs in the device check
 (tests_py/gpu_processor_check.py, section 1c and the step timings)."""
 
 from __future__ import annotations
@@ -31,3 +32,22 @@ def test_cpu_scores_do_not_touch_the_driver() -> None:
     assert _cuda.apply(scores, mask, 64) is False
     assert torch.count_nonzero(scores) == 0
     assert _cuda._state["lib"] is None  # libcuda.so.1 was never loaded
+
+
+def test_default_cli_refuses_device_cuda_clearly(tmp_path) -> None:
+    """The default build has no CUDA engine: --device cuda fails with an error naming the
+    build that has one, before the model is read; a malformed --device is a usage error."""
+    import subprocess
+
+    from test_model_parity import TETHER
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(TETHER), *args], capture_output=True, text=True, timeout=60, check=False)
+
+    for cmd in (["generate", "--prompt", "x"], ["logits", "--ids", "1", "--out", str(tmp_path / "l.f32")]):
+        p = run(*cmd, "--model", str(tmp_path), "--device", "cuda")
+        assert p.returncode == 2, p.stderr
+        assert "built without CUDA support" in p.stderr and "make build-cuda" in p.stderr, p.stderr
+        for bad in ("gpu", "cuda:x", "cuda:-1"):
+            p = run(*cmd, "--model", str(tmp_path), "--device", bad)
+            assert p.returncode != 0 and f'--device "{bad}"' in p.stderr, p.stderr
