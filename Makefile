@@ -185,7 +185,13 @@ build-cuda: $(BIN)/tether-cuda
 $(BIN)/tether-cuda: $(GO_SOURCES) $(CUDA_SRC) $(RUST_STAMP) | cuda-toolkit
 	$(CUDA_ENV) go build -tags cuda -o $@ ./gocore/cmd/tether
 
-test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda
+# The CUDA engine's device tests, compiled here (run on a GPU machine from the bundle).
+CUDA_TEST_BIN := build/cuda/modelcuda.test
+$(CUDA_TEST_BIN): $(GO_SOURCES) $(CUDA_SRC) $(wildcard tests_go/modelcuda/*.go tests_go/internal/tinymodel/*.go) $(RUST_STAMP) | cuda-toolkit
+	@mkdir -p build/cuda
+	$(CUDA_ENV) go test -tags cuda -c -o $@ ./tests_go/modelcuda/
+
+test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda $(CUDA_TEST_BIN)
 	@mkdir -p build/cuda
 	for k in $(CUDA_KERNELS); do \
 	  tools/cuda/build_kernels.sh $(NVCC) $$k $(ROOT)/build/cuda/check.fatbin; \
@@ -193,7 +199,6 @@ test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda
 	    { echo "$${k%.cu}.fatbin is not what nvcc makes of $$k: run make cuda-kernels"; exit 1; }; \
 	done
 	$(CUDA_ENV) go vet -tags cuda -unsafeptr=false $(CUDA_PKGS)
-	$(CUDA_ENV) go test -tags cuda -c -o build/cuda/modelcuda.test ./tests_go/modelcuda/
 	@readelf -d $(BIN)/tether-cuda | grep -q 'libcuda.so.1' && readelf -d $(BIN)/tether-cuda | grep -q 'libcublas.so.13'
 	@out=$$($(BIN)/tether-cuda generate --device cuda --model . --prompt x 2>&1) && \
 	  { echo "tether-cuda ran without a CUDA driver: $$out"; exit 1; } || true; \
@@ -202,10 +207,8 @@ test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda
 
 # Everything the GPU machine needs, in build/cuda-check/ (no links, < 60 MiB); run there:
 #   bash build/cuda-check/run.sh
-cuda-check-bundle: $(BIN)/tether-cuda tokenizers
-	@mkdir -p build/cuda
-	$(CUDA_ENV) go test -tags cuda -c -o build/cuda/modelcuda.test ./tests_go/modelcuda/
-	bash tests_cuda/bundle.sh build/cuda-check $(BIN)/tether-cuda build/cuda/modelcuda.test build/tokenizers
+cuda-check-bundle: $(BIN)/tether-cuda $(CUDA_TEST_BIN) tokenizers
+	bash tests_cuda/bundle.sh build/cuda-check $(BIN)/tether-cuda $(CUDA_TEST_BIN) build/tokenizers
 
 # ---- Tests ------------------------------------------------------------------------------
 export TETHER_TOKENIZERS := $(ROOT)/build/tokenizers
