@@ -475,6 +475,21 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 		if cf := inf &^ exitBit; whole && cf != cfgDead && nd.next-i >= loopMinNodes &&
 			nd.flags&nodeDirty == 0 && g.runAt(nd.b) {
 			need, h := t.below[i], int(t.height[i])
+			if nd.b >= 0xC0 {
+				// A lead byte: the run starts once the character is
+				// complete, where every completion leads (see
+				// arena.afterFreeChar). Tokens that end inside the
+				// character are alive too, so a run that lasts accepts
+				// the subtree whole; anything else is walked.
+				if rc := a.afterFreeChar(cf); rc > cfgDead {
+					if n, _, _ := a.runLength(rc, need, h); n >= h {
+						w.acc.add(first[i], first[nd.next])
+						i = nd.next
+						continue
+					}
+				}
+				goto descend
+			}
 			n, capAt, capFull := a.runLength(cf, need, h)
 			if n >= h {
 				// Every token below stays inside the frame: accept the
@@ -517,6 +532,7 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 				continue
 			}
 		}
+	descend:
 		if nd.hi > nd.lo {
 			w.acc.add(nd.lo, nd.hi)
 		}

@@ -26,6 +26,9 @@ type loopBits struct {
 	// after: per stack with a character on top, the byte kinds its class takes
 	// and those the classes on top after it take (see lastChar); nil: not known.
 	after []kindsAfter
+	// afterChar: see afterFreeChar (when afterKnown).
+	afterChar  int32
+	afterKnown bool
 }
 
 // loopOf returns the run memo of configuration c. Only analysis arenas ask, so
@@ -345,4 +348,45 @@ func (a *arena) kindTo(c int32, k uint) int32 {
 		return cfgDead
 	}
 	return to(a.step(a.info[p]&^exitBit, 0xA0)) // U+00A0
+}
+
+// afterFreeChar returns, for a configuration c reached by the lead byte of a
+// multi-byte character, the configuration (without exits) every completion of the
+// character leads to: c's stacks must all be inside that character in free states
+// (partial.freeFor: every completion is in their class), so which continuation bytes
+// follow does not matter. It returns cfgDead when that does not hold (or a limit was
+// met: a.hit says which). Answers are memoized per configuration.
+func (a *arena) afterFreeChar(c int32) int32 {
+	lb := a.loopOf(c)
+	if lb.afterKnown {
+		return lb.afterChar
+	}
+	res := cfgDead
+	es := a.cfgs[c].entries
+	if len(es) > 0 {
+		r := es[0].partial().remain()
+		ok := r > 0
+		for _, e := range es {
+			if p := e.partial(); !p.free() || p.remain() != r {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			// Free states ignore the value, so any continuation byte
+			// stands for all of them.
+			x := c
+			for ; r > 0 && x > cfgDead; r-- {
+				if x = a.step(x, 0x80); x > cfgDead {
+					x = a.info[x] &^ exitBit
+				}
+			}
+			if x > cfgDead {
+				res = x
+			}
+		}
+	}
+	lb = a.loopOf(c) // stepping may have moved a.loop
+	lb.afterChar, lb.afterKnown = res, true
+	return res
 }

@@ -254,7 +254,14 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 		tc{"counted", `root ::= ("\"" [^"]{0,30} "\"" | "/*" ([^*] | "*" [^/])* "*/" | [a-z]{2,9} " ") root?`, 0, ""},
 		// Counters (counts above 64 are not unrolled), nested in a group, with
 		// a minimum, ambiguous (two ways through "ab"), and unbounded.
-		tc{"counters", `root ::= ("\"" [^"]{0,100} "\"" | [a-z]{66,70} " " | ("ab" | "a" | "b"){0,80} "." | ("x" [0-9]){65,} ";" | "é"{0,1000000} "!") root?`, 0, ""})
+		tc{"counters", `root ::= ("\"" [^"]{0,100} "\"" | [a-z]{66,70} " " | ("ab" | "a" | "b"){0,80} "." | ("x" [0-9]){65,} ";" | "é"{0,1000000} "!") root?`, 0, ""},
+		// Loops over classes that hold every completion of some lead bytes
+		// (accepted whole once the character is complete) and only part of
+		// others' (б and 丁 excluded; Cyrillic а-я and ё cut across D0/D1;
+		// CJK from U+4E00 cuts E4 and holds E5-E9), so a subtree under a lead
+		// byte may be accepted whole only where every completion is in the class.
+		tc{"multibyte-runs", `root ::= ("\"" [^"\u0431\u4E01]* "\"" | "<" [\u0400-\u0410а-в ]* ">" | "'" [^'\u00E9-\u00EB]{0,40} "'" | "«" [а-яё \u4E00-\u9FFF]+ "»") root?`, 0,
+			`"дом 日本 éa"<ЀЁа в>'dója vu'«привет ёж 世界»"丙в"`})
 	states := 60
 	if testing.Short() {
 		states = 12
