@@ -20,14 +20,15 @@ type Grammar struct {
 
 	elems   []elem
 	classes []class
-	rules   [][]int32 // per rule: start index of each alternative
-	ruleOf  []int32   // per elem: the rule it belongs to
-	tramp   []int32   // per rule R: a two-element program [call R, end] (see slotOf)
-	lead    []int32   // per rule R: the rule every path into R calls first (see leadRule)
-	rem     []uint8   // per elem: most bytes matched from it to its alternative's end (255: more)
-	minLen  []int32   // per rule: fewest bytes it can match (capped at minCap)
-	minRest []int32   // per elem: fewest bytes matched from it to its alternative's end
-	names   []string  // rule names
+	rules   [][]int32       // per rule: start index of each alternative
+	ruleOf  []int32         // per elem: the rule it belongs to
+	tramp   []int32         // per rule R: a two-element program [call R, end] (see slotOf)
+	lead    []int32         // per rule R: the rule every path into R calls first (see leadRule)
+	rem     []uint8         // per elem: most bytes matched from it to its alternative's end (255: more)
+	minLen  []int32         // per rule: fewest bytes it can match (capped at minCap)
+	minRest []int32         // per elem: fewest bytes matched from it to its alternative's end
+	twins   map[int32]int32 // char elem -> its widened twin (twins.go); nil if none
+	names   []string        // rule names
 	root    int32
 
 	eog      []int32 // end-of-generation ids < size
@@ -342,6 +343,7 @@ func (gr *Grammar) build(g *gbnf.Grammar) error {
 		gr.elems = append(gr.elems, elem{op: opRef, arg: int32(r)}, elem{op: opEnd})
 		gr.ruleOf = append(gr.ruleOf, int32(r), int32(r))
 	}
+	gr.addTwins()
 	gr.lead = make([]int32, n)
 	for r := range n {
 		gr.lead[r] = gr.leadRule(int32(r))

@@ -260,6 +260,14 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 		}
 		sh.misses.Add(1)
 	}
+	if parent == nil {
+		if pc := g.fromTwin(s); pc != nil {
+			if share {
+				sh.put(key, pc)
+			}
+			return pc
+		}
+	}
 	a := g.getArena()
 	pc := g.analyze(a, s, parent)
 	sh.analyses.Add(1)
