@@ -43,6 +43,7 @@ type Grammar struct {
 
 	posMu    sync.Mutex
 	slots    map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
+	counted  map[string]*posSlot // elements of a counter key -> the latest computed (counts.go; posMu)
 	arenas   []*arena            // idle arenas position caches are computed in (posMu)
 	follow   []byteSet           // per rule: first bytes that may follow it
 	nullable []bool              // per rule: can match the empty string (during Compile only)

@@ -39,6 +39,11 @@ type posCache struct {
 	// maxParentUncertain tokens were uncertain (deriving from it would save little):
 	// only uncertain (a lower bound) and overflow are set.
 	truncated bool
+
+	// keepUnc, in a cache made only to derive another from (fromCountSibling):
+	// tokens (sorted indices into trie.order) the derived cache keeps uncertain
+	// without walking them.
+	keepUnc []int32
 }
 
 // maxParentUncertainDiv bounds the uncertain tokens a cache never used for masks keeps
@@ -237,6 +242,9 @@ func (s *posSlot) get(g *Grammar, parent *posCache) *posCache {
 	}
 	pc := g.computeCache(s, parent)
 	s.pc.Store(pc)
+	if s.cnts != nil && pc.overflow == nil && !pc.truncated {
+		g.noteCounted(s)
+	}
 	return pc
 }
 
@@ -269,7 +277,13 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 		}
 	}
 	a := g.getArena()
-	pc := g.analyze(a, s, parent)
+	var pc *posCache
+	if parent == nil {
+		pc = g.fromCountSibling(a, s)
+	}
+	if pc == nil {
+		pc = g.analyze(a, s, parent)
+	}
 	sh.analyses.Add(1)
 	g.putArena(a)
 	if pc.overflow != nil {
@@ -397,6 +411,9 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 		pc.count += w.acc.materialize(acc, t, derived)
 	}
 	unc := w.unc
+	if derived && parent.keepUnc != nil {
+		unc = mergeSorted(unc, parent.keepUnc)
+	}
 	pc.uncertain = len(unc)
 	switch {
 	case len(unc) > maxUncertain && !s.bottom && len(s.elems) < maxKeyDepth:

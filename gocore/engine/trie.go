@@ -52,6 +52,9 @@ type trie struct {
 	// tokChars[k]: how many characters token order[k] starts (bytes that are not
 	// UTF-8 continuation bytes; capped at 0xFFFF).
 	tokChars []uint16
+	// byChars: the indices into order sorted by tokChars, most first (see
+	// fromCountSibling).
+	byChars []int32
 	// index[id]: the index of token id in order, or -1 (not a text token).
 	index []int32
 	// textBits: the set of the tokens in order, as a bitset over ids.
@@ -155,6 +158,7 @@ func buildTrie(v Vocabulary) *trie {
 		}
 		t.tokChars[k] = uint16(min(n, 0xFFFF))
 	}
+	t.byChars = sortByChars(t.tokChars)
 	t.index = make([]int32, n)
 	for i := range t.index {
 		t.index[i] = -1

@@ -101,3 +101,40 @@ func TestCountersMaskEqualsBruteForce(t *testing.T) {
 		})
 	}
 }
+
+// TestCountSiblingsMaskEqualsBruteForce walks strings bounded by counters one
+// character at a time, so that each position's cache is derived from the one
+// before (its count sibling: only tokens at least as long as the counts walked
+// again), and checks every mask against the per-token verdicts. Where the
+// maximum is near the length of long tokens, a token one character longer than
+// what is left must leave the mask, and one that fits must stay.
+func TestCountSiblingsMaskEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	mask := make([]uint32, (v.Size()+31)/32)
+	// Counts above 64 stay counters (smaller ones are unrolled into rules).
+	words := strings.Repeat("abcdefghij ", 8)
+	for _, c := range []struct{ src, text string }{
+		{`root ::= "\"" [^"]{0,80} "\""`, words},
+		{`root ::= "\"" [a-z ]{0,72} "\""`, words},
+		{`root ::= "\"" [^"\n]{66,86} "\"" [0-9]`, words},
+		{`root ::= "<" ([a-z] | " ")+ ">" | "\"" ([^"\\] | "\\" ["\\n]){65,78} "\""`, words},
+		// few tokens accepted: kept as ids, not a bitset
+		{`root ::= "\"" [a-c]{0,90} "\""`, strings.Repeat("abc", 30)},
+	} {
+		src, text := c.src, c.text
+		t.Run(src, func(t *testing.T) {
+			m := compile(t, src, v).NewMatcher()
+			require.NoError(t, m.AcceptBytes([]byte(`"`)))
+			for step := 0; ; step++ {
+				require.NoError(t, m.FillMask(mask))
+				if bad := bruteForceDisagreements(m, v, mask, nil, step%8 == 0); len(bad) > 0 {
+					t.Fatalf("after %d characters: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
+				}
+				if step == len(text) || m.AcceptBytes([]byte{text[step]}) != nil {
+					require.Greater(t, step, 64, "the walk stopped early")
+					return
+				}
+			}
+		})
+	}
+}
