@@ -37,8 +37,12 @@ type class struct {
 	ascii  [4]uint32 // membership of code points < 128, negation applied
 	wide   bool      // holds every valid code point >= 0x80
 	narrow bool      // holds no code point >= 0x80
-	kinds  [2]uint64 // the byte kinds (see byteKind) it takes a byte of
-	first  byteSet   // the bytes that can start one of its characters
+	// For the multi-byte byte kinds (byteKind): whether it holds every (all) or
+	// no (none) valid code point >= 0x80 outside U+2000-U+2FFF (kind 127), and
+	// every or none of U+2000-U+2FFF (kindE2).
+	hiAll, hiNone, e2All, e2None bool
+	kinds                        [2]uint64 // the byte kinds (see byteKind) it takes a byte of
+	first                        byteSet   // the bytes that can start one of its characters
 }
 
 func (c *class) has(cp rune) bool {
@@ -115,8 +119,15 @@ func newClass(rs []gbnf.Range, neg bool) class {
 			c.kinds[k>>6] |= 1 << (k & 63)
 		}
 	}
-	if !c.narrow {
+	c.hiAll = c.covers(0x80, e2Lo-1) && c.covers(e2Hi+1, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
+	c.hiNone = !overlapsValid(&c, 0x80, e2Lo-1) && !overlapsValid(&c, e2Hi+1, 0x10FFFF)
+	c.e2All = c.covers(e2Lo, e2Hi)
+	c.e2None = !c.overlaps(e2Lo, e2Hi)
+	if !c.hiNone {
 		c.kinds[1] |= 1 << 63
+	}
+	if !c.e2None {
+		c.kinds[0] |= 1 << kindE2
 	}
 	return c
 }

@@ -118,49 +118,72 @@ func (a *arena) firstBytes(c int32) byteSet {
 }
 
 // takesAll reports whether every character of the byte kinds in need keeps
-// configuration c alive (inside the frame or at its end). For the multi-byte kind
-// a stack must take every multi-byte character, and every class on top must take
-// all or none of them.
+// configuration c alive (inside the frame or at its end). For a multi-byte kind
+// (127, kindE2) a stack must take every character of the kind, and every class on
+// top must take all or none of them.
 func (a *arena) takesAll(c int32, need [2]uint64) bool {
-	if need[1]>>63 != 0 {
-		wide := false
-		for _, e := range a.cfgs[c].entries {
-			n := e.node()
-			if n <= nodeExit {
-				continue
-			}
-			if e.partial() != 0 {
-				return false
-			}
-			if el := a.g.elems[a.nodes[n].elem]; el.op == opChar {
-				cls := &a.g.classes[el.arg]
-				if !cls.wide && !cls.narrow {
-					return false
-				}
-				wide = wide || cls.wide
-			} else if a.g.rawHigh(el) {
-				return false // takes bytes of characters (byteelems.go)
-			}
-		}
-		if !wide {
-			return false
-		}
+	if need[1]>>63 != 0 && !a.takesAllHigh(c, 127) {
+		return false
+	}
+	if need[0]&(1<<kindE2) != 0 && !a.takesAllHigh(c, kindE2) {
+		return false
 	}
 	for w := range 2 {
 		for m := need[w]; m != 0; m &= m - 1 {
 			k := w*64 + bits.TrailingZeros64(m)
-			if k == 127 {
+			if k == 127 || k == kindE2 {
+				continue
+			}
+			if k == 0 {
+				for _, b := range kind0Bytes {
+					if a.step(c, b) == cfgDead {
+						return false
+					}
+				}
 				continue
 			}
 			if a.step(c, byte(k)) == cfgDead {
 				return false
 			}
-			if k == 0 && a.step(c, 0x7F) == cfgDead {
-				return false
-			}
 		}
 	}
 	return true
+}
+
+// kind0Bytes are the bytes of byte kind 0 (see byteKind).
+var kind0Bytes = [...]byte{0, 1, 0x7F}
+
+// takesAllHigh is takesAll for one multi-byte kind k (127 or kindE2).
+func (a *arena) takesAllHigh(c int32, k uint) bool {
+	some := false
+	for _, e := range a.cfgs[c].entries {
+		n := e.node()
+		if n <= nodeExit {
+			continue
+		}
+		if e.partial() != 0 {
+			return false
+		}
+		if el := a.g.elems[a.nodes[n].elem]; el.op == opChar {
+			all, none := a.g.classes[el.arg].holdsHigh(k)
+			if !all && !none {
+				return false
+			}
+			some = some || all
+		} else if a.g.rawHigh(el) {
+			return false // takes bytes of characters (byteelems.go)
+		}
+	}
+	return some
+}
+
+// holdsHigh reports whether the class holds all, or none, of the characters of
+// multi-byte byte kind k (127 or kindE2).
+func (c *class) holdsHigh(k uint) (all, none bool) {
+	if k == kindE2 {
+		return c.e2All, c.e2None
+	}
+	return c.hiAll, c.hiNone
 }
 
 // lastChar reports whether no stack of configuration c (between characters) can
@@ -227,7 +250,7 @@ func (a *arena) computeAfter(c int32) []kindsAfter {
 func (a *arena) sameKinds(c int32, k uint) [2]uint64 {
 	one := [2]uint64{}
 	one[k>>6] = 1 << (k & 63)
-	if k == 0 || k >= 127 {
+	if k == 0 || k == kindE2 || k >= 127 {
 		return one
 	}
 	sig, ok := a.asciiSig(c, byte(k))
@@ -256,7 +279,7 @@ func (a *arena) sameKinds(c int32, k uint) [2]uint64 {
 	var same [2]uint64
 	same[0] = uint64(in[0]) | uint64(in[1])<<32
 	same[1] = (uint64(in[2]) | uint64(in[3])<<32) &^ (1 << 63) // not DEL
-	same[0] &^= 1                                              // not NUL
+	same[0] &^= 1 | 1<<kindE2                                  // not NUL, not 0x01
 	return same
 }
 
@@ -302,8 +325,8 @@ func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
 }
 
 // kindTo returns the live configuration (without exits) byte kind k (see byteKind)
-// takes c to, or cfgDead if the bytes of the kind do not all lead to one. Kind 127
-// stands for every valid multi-byte character.
+// takes c to, or cfgDead if the bytes of the kind do not all lead to one. Kinds 127
+// and kindE2 stand for every valid multi-byte character of theirs.
 func (a *arena) kindTo(c int32, k uint) int32 {
 	to := func(nx int32) int32 {
 		if nx == cfgDead {
@@ -313,16 +336,18 @@ func (a *arena) kindTo(c int32, k uint) int32 {
 	}
 	switch k {
 	case 0:
-		x, y := to(a.step(c, 0)), to(a.step(c, 0x7F))
-		if x != y {
-			return cfgDead
+		x := to(a.step(c, kind0Bytes[0]))
+		for _, b := range kind0Bytes[1:] {
+			if to(a.step(c, b)) != x {
+				return cfgDead
+			}
 		}
 		return x
-	case 127:
+	case 127, kindE2:
 	default:
 		return to(a.step(c, byte(k)))
 	}
-	// Every stack must take all multi-byte characters or none; then one
+	// Every stack must take all the kind's characters or none; then one
 	// character stands for all of them.
 	for _, e := range a.cfgs[c].entries {
 		n := e.node()
@@ -339,15 +364,24 @@ func (a *arena) kindTo(c int32, k uint) int32 {
 		if el.op != opChar {
 			continue
 		}
-		if cls := &a.g.classes[el.arg]; !cls.wide && !cls.narrow {
+		if all, none := a.g.classes[el.arg].holdsHigh(k); !all && !none {
 			return cfgDead
 		}
 	}
-	p := a.step(c, 0xC2)
-	if p == cfgDead {
-		return cfgDead
+	// U+00A0 (C2 A0), or U+2000 (E2 80 80)
+	seq := []byte{0xC2, 0xA0}
+	if k == kindE2 {
+		seq = []byte{0xE2, 0x80, 0x80}
 	}
-	return to(a.step(a.info[p]&^exitBit, 0xA0)) // U+00A0
+	x := c
+	for _, b := range seq {
+		p := a.step(x, b)
+		if p == cfgDead {
+			return cfgDead
+		}
+		x = a.info[p] &^ exitBit
+	}
+	return x
 }
 
 // afterFreeChar returns, for a configuration c reached by the lead byte of a

@@ -209,17 +209,32 @@ func buildLCPMin(ids []int32, toks [][]byte) [][]uint8 {
 	return levels
 }
 
-// byteKind sorts bytes into 128 kinds: an ASCII byte b in 1..0x7E is kind b; NUL and
-// DEL share kind 0 (both rare in tokens); every byte >= 0x80 is kind 127.
+// byteKind sorts bytes into 128 kinds: an ASCII byte b in 2..0x7E is kind b; NUL,
+// 0x01 and DEL share kind 0 (all rare in tokens); the lead byte E2 (the characters
+// U+2000-U+2FFF: punctuation such as the line and paragraph separators a regular
+// expression's "." refuses) is kindE2; every other byte >= 0x80 is kind 127. So a
+// class that holds every character but a few in U+2000-U+2FFF still runs over the
+// trie's other multi-byte characters whole (see arena.runLength).
 func byteKind(b byte) uint {
 	switch {
+	case b == 0xE2:
+		return kindE2
 	case b >= 0x80:
 		return 127
-	case b == 0x7F:
+	case b == 0x7F || b == 0x01:
 		return 0
 	}
 	return uint(b)
 }
+
+// kindE2 is the byte kind of the lead byte E2 (see byteKind).
+const kindE2 = 1
+
+// The characters of kindE2's lead byte.
+const (
+	e2Lo rune = 0x2000
+	e2Hi rune = 0x2FFF
+)
 
 // validUTF8Prefix reports whether b is valid UTF-8 or a prefix of valid UTF-8 (its
 // last character may be cut off).

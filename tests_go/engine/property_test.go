@@ -268,6 +268,14 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 		// take. One holds ASCII only and is followed by a literal (few tokens
 		// accepted, kept as ids), one is followed by a loop (most of the
 		// vocabulary, kept as a bitset).
+		// A regular expression's "." (every character but the line terminators,
+		// U+2028 and U+2029 among them; here also “, which tokens hold), a class
+		// without any of U+2000-U+2FFF, and one refusing 0x01 (a byte of the
+		// NUL/DEL kind): runs over the trie's multi-byte characters must still
+		// stop at “ (the lead byte E2 is a byte kind of its own) and at what each
+		// class refuses.
+		tc{"e2-kind", `root ::= ("\"" [^"\\\n\r\u2028\u2029\u201C]* "\"" | "'" [^'\x01]* "'" | "<" [^>\u2000-\u2FFF]* ">" | "\x02" [^\x02\u201C]* "\x02") root?`, 0,
+			"\"he said ”hi” — ok…\"'a b'<x ÿ 日本>\"«»\"\x02so — ”no\x02"},
 		tc{"widened-twins", `root ::= ([^a"\u0080-\U0010FFFF] "xyz" | "\"" [^\x00-\x1F"\\lr] [^\x00-\x1F"\\]* "\"" | [^abc"0-9] [0-9]{2}) root?`, 0,
 			`bxyz"home"Ж12"ok"d42 xyz`})
 	states := 60
