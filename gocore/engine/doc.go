@@ -19,7 +19,14 @@
 // token character counts instead of walked; keys deepen through trampolines ("call
 // rule R") so that the many call sites of a rule share one analysis; and analyses
 // are shared across the grammars of a vocabulary by a fingerprint of the structure
-// the longest token can reach.
+// the longest token can reach. Positions that differ only in a few ASCII characters
+// of a negated class (the states of a key-exclusion automaton) take their caches
+// from one shared "widened twin" (twins.go), and the positions along a counter
+// (a string's maxLength) from the previous count's, walking again only the tokens
+// long enough to tell the counts apart (counts.go). Runs also cross multi-byte
+// characters: a lead byte whose every completion leads to one configuration starts
+// a run there, and the lead byte E2 has a byte kind of its own, so a regular
+// expression's "." (which refuses U+2028 and U+2029) still runs over the others.
 //
 // Token elements match whole tokens: <[N]> and !<[N]> of GBNF, and bnf_sampler's
 // <any!> and <except!(...)> (tokenelems.go), whose per-token verdicts are decided once
