@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 	"sort"
 )
@@ -87,43 +86,16 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 	if n > maxCountRewalk {
 		return nil // a fresh analysis, with its runs, costs less
 	}
-	long := func(k int32) bool { return int32(t.tokChars[k]) >= m }
-	par := &posCache{}
-	if sc.accepted != nil {
-		acc := slices.Clone(sc.accepted)
-		for _, k := range byChars[:n] {
-			acc.Unset(int(t.order[k]))
-		}
-		cnt := 0
-		for _, w := range acc {
-			cnt += bits.OnesCount32(w)
-		}
-		par.accepted, par.count = acc, cnt
-	} else {
-		for _, id := range sc.acceptIDs {
-			if !long(t.index[id]) {
-				par.acceptIDs = append(par.acceptIDs, id)
+	// The short tokens keep the sibling's verdicts: its accepted ones stay
+	// accepted, its uncertain ones uncertain, unwalked.
+	acc, ids, count, keep := g.cutTokens(sc,
+		func(f func(int32)) {
+			for _, k := range byChars[:n] {
+				f(k)
 			}
-		}
-		par.count = len(par.acceptIDs)
-	}
-	// The short tokens the sibling leaves uncertain stay uncertain, unwalked.
-	var keep []int32
-	if sc.uncList != nil {
-		for _, k := range sc.uncList {
-			if !long(k) {
-				keep = append(keep, k)
-			}
-		}
-	} else {
-		for _, nd := range sc.sub {
-			for k := nd.lo; k < nd.hi; k++ {
-				if !long(k) {
-					keep = append(keep, k)
-				}
-			}
-		}
-	}
+		},
+		func(k int32) bool { return int32(t.tokChars[k]) >= m })
+	par := &posCache{accepted: acc, acceptIDs: ids, count: count}
 	walk := slices.Clone(byChars[:n])
 	slices.Sort(walk)
 	par.uncList, par.uncertain, par.keepUnc = walk, len(walk), keep

@@ -428,26 +428,87 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 	if derived && parent.keepUnc != nil {
 		unc = mergeSorted(unc, parent.keepUnc)
 	}
+	g.setUncertain(pc, unc, s)
+	if acc != nil {
+		pc.setAccepted(acc, pc.count, words)
+	}
+	return pc
+}
+
+// setUncertain stores unc (sorted indices into trie.order) as slot s's uncertain
+// tokens: a list in a cache never used for masks (see slotOf), else a trie.
+func (g *Grammar) setUncertain(pc *posCache, unc []int32, s *posSlot) {
+	t := g.trie
 	pc.uncertain = len(unc)
 	switch {
 	case len(unc) > maxUncertain && !s.bottom && len(s.elems) < maxKeyDepth:
-		// Never used for a mask (see slotOf): keep the list, not a trie.
 		pc.uncList = unc
 	case len(unc) > 0:
 		pc.sub, pc.subDepth = buildNodes(len(unc),
 			func(k int) []byte { return g.vocab.TokenBytes(int(t.order[unc[k]])) },
 			func(k int) int32 { return unc[k] })
 	}
-	if acc != nil && pc.count <= words/4 {
-		ids := make([]int32, 0, pc.count)
-		for w, x := range acc {
-			for ; x != 0; x &= x - 1 {
-				ids = append(ids, int32(w*32+bits.TrailingZeros32(x)))
+}
+
+// setAccepted stores the accepted tokens acc (count of them): as ids when they are
+// few (a quarter of the words or fewer), else as the bitset.
+func (pc *posCache) setAccepted(acc tokenmask.Mask, count, words int) {
+	pc.count = count
+	if count > words/4 {
+		pc.accepted, pc.acceptIDs = acc, nil
+		return
+	}
+	ids := make([]int32, 0, count)
+	for w, x := range acc {
+		for ; x != 0; x &= x - 1 {
+			ids = append(ids, int32(w*32+bits.TrailingZeros32(x)))
+		}
+	}
+	pc.accepted, pc.acceptIDs = nil, ids
+}
+
+// uncertainList returns the cache's uncertain tokens, as sorted indices into
+// trie.order, whichever form holds them.
+func (pc *posCache) uncertainList() []int32 {
+	if pc.uncList != nil {
+		return pc.uncList
+	}
+	var unc []int32
+	for _, nd := range pc.sub {
+		for k := nd.lo; k < nd.hi; k++ {
+			unc = append(unc, k)
+		}
+	}
+	return unc
+}
+
+// cutTokens returns the accepted tokens of pc, in a fresh bitset (and their count)
+// or as ids, and its uncertain tokens (sorted indices into trie.order), all less the
+// tokens cut: each calls its argument with the index into trie.order of every token
+// cut, and has reports whether an index is cut.
+func (g *Grammar) cutTokens(pc *posCache, each func(func(k int32)), has func(k int32) bool) (acc tokenmask.Mask, ids []int32, count int, unc []int32) {
+	t := g.trie
+	if pc.accepted != nil {
+		acc = slices.Clone(pc.accepted)
+		each(func(k int32) { acc.Unset(int(t.order[k])) })
+		for _, w := range acc {
+			count += bits.OnesCount32(w)
+		}
+	} else {
+		ids = make([]int32, 0, len(pc.acceptIDs))
+		for _, id := range pc.acceptIDs {
+			if !has(t.index[id]) {
+				ids = append(ids, id)
 			}
 		}
-		pc.accepted, pc.acceptIDs = nil, ids
+		count = len(ids)
 	}
-	return pc
+	for _, k := range pc.uncertainList() {
+		if !has(k) {
+			unc = append(unc, k)
+		}
+	}
+	return acc, ids, count, unc
 }
 
 // walker is one analysis walk: the configuration and exit flag per depth on the

@@ -127,7 +127,6 @@ func (g *Grammar) fromTwin(s *posSlot) *posCache {
 // as analyze would keep them for s).
 func (g *Grammar) restrictFirst(pc *posCache, c *class, s *posSlot) *posCache {
 	t := g.trie
-	words := tokenmask.Words(g.size)
 	// The tokens cut are runs of t.order, one per refused first byte.
 	var cut [][2]int32
 	for b := range 128 {
@@ -135,70 +134,26 @@ func (g *Grammar) restrictFirst(pc *posCache, c *class, s *posSlot) *posCache {
 			cut = append(cut, [2]int32{t.first[rc], t.first[t.nodes[rc].next]})
 		}
 	}
-	isCut := func(k int32) bool {
-		for _, r := range cut {
-			if k >= r[0] && k < r[1] {
-				return true
-			}
-		}
-		return false
-	}
-	out := &posCache{}
-	if pc.accepted != nil {
-		acc := slices.Clone(pc.accepted)
-		for _, r := range cut {
-			for _, id := range t.order[r[0]:r[1]] {
-				acc.Unset(int(id))
-			}
-		}
-		n := 0
-		for _, w := range acc {
-			n += bits.OnesCount32(w)
-		}
-		out.count = n
-		if n <= words/4 {
-			out.acceptIDs = make([]int32, 0, n)
-			for w, x := range acc {
-				for ; x != 0; x &= x - 1 {
-					out.acceptIDs = append(out.acceptIDs, int32(w*32+bits.TrailingZeros32(x)))
+	acc, ids, count, unc := g.cutTokens(pc,
+		func(f func(int32)) {
+			for _, r := range cut {
+				for k := r[0]; k < r[1]; k++ {
+					f(k)
 				}
 			}
-		} else {
-			out.accepted = acc
-		}
-	} else {
-		out.acceptIDs = make([]int32, 0, len(pc.acceptIDs))
-		for _, id := range pc.acceptIDs {
-			if !isCut(t.index[id]) {
-				out.acceptIDs = append(out.acceptIDs, id)
-			}
-		}
-		out.count = len(out.acceptIDs)
-	}
-	var unc []int32
-	if pc.uncList != nil {
-		for _, k := range pc.uncList {
-			if !isCut(k) {
-				unc = append(unc, k)
-			}
-		}
-	} else {
-		for _, nd := range pc.sub {
-			for k := nd.lo; k < nd.hi; k++ {
-				if !isCut(k) {
-					unc = append(unc, k)
+		},
+		func(k int32) bool {
+			for _, r := range cut {
+				if k >= r[0] && k < r[1] {
+					return true
 				}
 			}
-		}
+			return false
+		})
+	out := &posCache{acceptIDs: ids, count: count}
+	if acc != nil {
+		out.setAccepted(acc, count, tokenmask.Words(g.size))
 	}
-	out.uncertain = len(unc)
-	switch {
-	case len(unc) > maxUncertain && !s.bottom && len(s.elems) < maxKeyDepth:
-		out.uncList = unc
-	case len(unc) > 0:
-		out.sub, out.subDepth = buildNodes(len(unc),
-			func(k int) []byte { return g.vocab.TokenBytes(int(t.order[unc[k]])) },
-			func(k int) int32 { return unc[k] })
-	}
+	g.setUncertain(out, unc, s)
 	return out
 }
