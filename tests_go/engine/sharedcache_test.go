@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -200,6 +201,67 @@ ws ::= [ \t]*
 							errs <- err
 							return
 						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// TestFirstVisitsConcurrent walks one Grammar from several goroutines at once
+// (their matchers racing to compute the same position caches: widened twins of the
+// key classes, count siblings along a counter over 64) and, on other goroutines,
+// fresh compiles of it sharing the vocabulary's table; every mask must equal the
+// one a single goroutine computes without sharing.
+func TestFirstVisitsConcurrent(t *testing.T) {
+	v := llama3Vocab(t)
+	src := `root ::= "{" "\"" key "\"" ":" "\"" [^"\\]{0,90} "\"" "}"
+key ::= ([^"\\\x00-\x1Flr] | "\\" ["\\]) [^"\\]* | "l" ([^"\\\x00-\x1Fa] [^"\\]*)? | "r" ([^"\\\x00-\x1Fe] [^"\\]*)?
+`
+	text := `{"rank":"` + strings.Repeat("some words — ", 5) + `"}`
+	ref := compile(t, src, v, engine.WithSharedCache(false))
+	size := v.Size()
+	var want [][]uint32
+	m := ref.NewMatcher()
+	for i := 0; i <= len(text); i++ {
+		w := make([]uint32, (size+31)/32)
+		require.NoError(t, m.FillMask(w))
+		want = append(want, w)
+		if i < len(text) {
+			require.NoError(t, m.AcceptBytes([]byte{text[i]}), "at %q", text[:i])
+		}
+	}
+	shared := compile(t, src, v)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gr := shared
+			if w%2 == 1 {
+				gr = compile(t, src, v)
+			}
+			m := gr.NewMatcher()
+			mask := make([]uint32, (size+31)/32)
+			for i := 0; i <= len(text); i++ {
+				if err := m.FillMask(mask); err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(mask, want[i]) {
+					errs <- fmt.Errorf("goroutine %d after %q: mask differs: %s", w, text[:i], maskDiff(v, mask, want[i]))
+					return
+				}
+				if i < len(text) {
+					if err := m.AcceptBytes([]byte{text[i]}); err != nil {
+						errs <- err
+						return
 					}
 				}
 			}
