@@ -590,6 +590,12 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 				}
 				goto descend
 			}
+			if a.narrowCfg(cf) && bits.OnesCount64(need[0])+bits.OnesCount64(need[1]) > 2 {
+				// A literal's next character: no run over these kinds, and
+				// the few children it takes are cheaper to walk than to prove
+				// so.
+				goto descend
+			}
 			n, capAt, capFull := a.runLength(cf, need, h)
 			if n >= h {
 				// Every token below stays inside the frame: accept the

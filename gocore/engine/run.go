@@ -26,6 +26,8 @@ type loopBits struct {
 	// after: per stack with a character on top, the byte kinds its class takes
 	// and those the classes on top after it take (see lastChar); nil: not known.
 	after []kindsAfter
+	// narrow: see narrowCfg (0: not known, 1: narrow, 2: not).
+	narrow uint8
 	// afterChar: see afterFreeChar (when afterKnown).
 	afterChar  int32
 	afterKnown bool
@@ -423,4 +425,23 @@ func (a *arena) afterFreeChar(c int32) int32 {
 	lb = a.loopOf(c) // stepping may have moved a.loop
 	lb.afterChar, lb.afterKnown = res, true
 	return res
+}
+
+// narrowCfg reports whether configuration c (between characters) takes at most two
+// byte values, as at a literal's next character. Memoized per configuration.
+func (a *arena) narrowCfg(c int32) bool {
+	lb := a.loopOf(c)
+	if lb.narrow == 0 {
+		f := a.firstBytes(c)
+		n := 0
+		for _, w := range f {
+			n += bits.OnesCount32(w)
+		}
+		lb = a.loopOf(c)
+		lb.narrow = 2
+		if n <= 2 {
+			lb.narrow = 1
+		}
+	}
+	return lb.narrow == 1
 }
