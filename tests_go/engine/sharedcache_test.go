@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
+	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 // sharedPair compiles src twice for v: with the cross-grammar position cache shared
@@ -165,18 +166,7 @@ str ::= "\"" [^"\\]* "\""
 ws ::= [ \t]*
 `
 	text := `{ "k" : "abc déf" }`
-	ref := compile(t, src, v, engine.WithSharedCache(false))
-	size := v.Size()
-	want := make([][]uint32, 0, len(text)+1)
-	m := ref.NewMatcher()
-	for i := 0; i <= len(text); i++ {
-		w := make([]uint32, (size+31)/32)
-		require.NoError(t, m.FillMask(w))
-		want = append(want, w)
-		if i < len(text) {
-			require.NoError(t, m.AcceptBytes([]byte{text[i]}))
-		}
-	}
+	want := masksAlong(t, compile(t, src, v, engine.WithSharedCache(false)), v, text)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := 0; w < 4; w++ {
@@ -184,24 +174,9 @@ ws ::= [ \t]*
 		go func() {
 			defer wg.Done()
 			for rep := 0; rep < 2; rep++ {
-				gr := compile(t, src, v)
-				m := gr.NewMatcher()
-				mask := make([]uint32, (size+31)/32)
-				for i := 0; i <= len(text); i++ {
-					if err := m.FillMask(mask); err != nil {
-						errs <- err
-						return
-					}
-					if !slices.Equal(mask, want[i]) {
-						errs <- fmt.Errorf("after %q: mask differs: %s", text[:i], maskDiff(v, mask, want[i]))
-						return
-					}
-					if i < len(text) {
-						if err := m.AcceptBytes([]byte{text[i]}); err != nil {
-							errs <- err
-							return
-						}
-					}
+				if err := walkMatches(compile(t, src, v), v, text, want); err != nil {
+					errs <- err
+					return
 				}
 			}
 		}()
@@ -224,18 +199,7 @@ func TestFirstVisitsConcurrent(t *testing.T) {
 key ::= ([^"\\\x00-\x1Flr] | "\\" ["\\]) [^"\\]* | "l" ([^"\\\x00-\x1Fa] [^"\\]*)? | "r" ([^"\\\x00-\x1Fe] [^"\\]*)?
 `
 	text := `{"rank":"` + strings.Repeat("some words — ", 5) + `"}`
-	ref := compile(t, src, v, engine.WithSharedCache(false))
-	size := v.Size()
-	var want [][]uint32
-	m := ref.NewMatcher()
-	for i := 0; i <= len(text); i++ {
-		w := make([]uint32, (size+31)/32)
-		require.NoError(t, m.FillMask(w))
-		want = append(want, w)
-		if i < len(text) {
-			require.NoError(t, m.AcceptBytes([]byte{text[i]}), "at %q", text[:i])
-		}
-	}
+	want := masksAlong(t, compile(t, src, v, engine.WithSharedCache(false)), v, text)
 	shared := compile(t, src, v)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -247,23 +211,8 @@ key ::= ([^"\\\x00-\x1Flr] | "\\" ["\\]) [^"\\]* | "l" ([^"\\\x00-\x1Fa] [^"\\]*
 			if w%2 == 1 {
 				gr = compile(t, src, v)
 			}
-			m := gr.NewMatcher()
-			mask := make([]uint32, (size+31)/32)
-			for i := 0; i <= len(text); i++ {
-				if err := m.FillMask(mask); err != nil {
-					errs <- err
-					return
-				}
-				if !slices.Equal(mask, want[i]) {
-					errs <- fmt.Errorf("goroutine %d after %q: mask differs: %s", w, text[:i], maskDiff(v, mask, want[i]))
-					return
-				}
-				if i < len(text) {
-					if err := m.AcceptBytes([]byte{text[i]}); err != nil {
-						errs <- err
-						return
-					}
-				}
+			if err := walkMatches(gr, v, text, want); err != nil {
+				errs <- fmt.Errorf("goroutine %d: %w", w, err)
 			}
 		}()
 	}
@@ -272,4 +221,42 @@ key ::= ([^"\\\x00-\x1Flr] | "\\" ["\\]) [^"\\]* | "l" ([^"\\\x00-\x1Fa] [^"\\]*
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// masksAlong returns the masks a matcher of gr fills before each byte of text and
+// after the last.
+func masksAlong(t *testing.T, gr *engine.Grammar, v *vocab.Vocab, text string) [][]uint32 {
+	t.Helper()
+	var want [][]uint32
+	m := gr.NewMatcher()
+	for i := 0; i <= len(text); i++ {
+		w := make([]uint32, (v.Size()+31)/32)
+		require.NoError(t, m.FillMask(w))
+		want = append(want, w)
+		if i < len(text) {
+			require.NoError(t, m.AcceptBytes([]byte{text[i]}), "at %q", text[:i])
+		}
+	}
+	return want
+}
+
+// walkMatches steps a new matcher of gr through text byte by byte and reports the
+// first mask that differs from want (masksAlong's), or the first error.
+func walkMatches(gr *engine.Grammar, v *vocab.Vocab, text string, want [][]uint32) error {
+	m := gr.NewMatcher()
+	mask := make([]uint32, (v.Size()+31)/32)
+	for i := 0; i <= len(text); i++ {
+		if err := m.FillMask(mask); err != nil {
+			return err
+		}
+		if !slices.Equal(mask, want[i]) {
+			return fmt.Errorf("after %q: mask differs: %s", text[:i], maskDiff(v, mask, want[i]))
+		}
+		if i < len(text) {
+			if err := m.AcceptBytes([]byte{text[i]}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
