@@ -38,27 +38,14 @@ func u16Bytes(v ...uint16) []byte {
 	return b
 }
 
-// writeSafetensors writes the format by hand: an 8-byte little-endian header length,
-// the JSON header (padded with spaces to a multiple of 8, as the reference writer does)
-// and the tensors' bytes back to back in the order given.
+// writeSafetensors writes a safetensors file of tensors (tinymodel.WriteSafetensors).
 func writeSafetensors(t testing.TB, path string, tensors []stTensor) {
 	t.Helper()
-	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
-	var data []byte
-	for _, ts := range tensors {
-		header[ts.name] = map[string]any{"dtype": ts.dtype, "shape": ts.shape,
-			"data_offsets": []int{len(data), len(data) + len(ts.raw)}}
-		data = append(data, ts.raw...)
+	ts := make([]tinymodel.Tensor, len(tensors))
+	for i, x := range tensors {
+		ts[i] = tinymodel.Tensor{Name: x.name, DType: x.dtype, Shape: x.shape, Raw: x.raw}
 	}
-	h, err := json.Marshal(header)
-	require.NoError(t, err)
-	for len(h)%8 != 0 {
-		h = append(h, ' ')
-	}
-	out := make([]byte, 8, 8+len(h)+len(data))
-	binary.LittleEndian.PutUint64(out, uint64(len(h)))
-	out = append(append(out, h...), data...)
-	require.NoError(t, os.WriteFile(path, out, 0o644))
+	require.NoError(t, tinymodel.WriteSafetensors(path, ts))
 }
 
 // tinyConfig is a Llama config small enough to write by hand.

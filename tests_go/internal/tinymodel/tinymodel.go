@@ -169,25 +169,36 @@ func (c Config) build(seed uint64) (map[string]any, []tensor) {
 	return cfg, ts
 }
 
-// writeSafetensors writes the format: an 8-byte little-endian header length, the JSON
-// header padded with spaces to a multiple of 8, then the tensors' bytes in order.
+// writeSafetensors writes the tensors ts with values stored as f32, or bf16.
 func writeSafetensors(path string, ts []tensor, bf16 bool) error {
-	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
-	var data []byte
-	dtype := "F32"
-	if bf16 {
-		dtype = "BF16"
-	}
-	for _, t := range ts {
-		start := len(data)
+	out := make([]Tensor, len(ts))
+	for i, t := range ts {
+		var raw []byte
 		for _, v := range t.vals {
 			if bf16 {
-				data = binary.LittleEndian.AppendUint16(data, BF16(v))
+				raw = binary.LittleEndian.AppendUint16(raw, BF16(v))
 			} else {
-				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
 			}
 		}
-		header[t.name] = map[string]any{"dtype": dtype, "shape": t.shape, "data_offsets": []int{start, len(data)}}
+		out[i] = Tensor{Name: t.name, DType: "F32", Shape: t.shape, Raw: raw}
+		if bf16 {
+			out[i].DType = "BF16"
+		}
+	}
+	return WriteSafetensors(path, out)
+}
+
+// WriteSafetensors writes the format by hand: an 8-byte little-endian header length,
+// the JSON header (padded with spaces to a multiple of 8, as the reference writer
+// does) and the tensors' bytes back to back in the order given.
+func WriteSafetensors(path string, ts []Tensor) error {
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	for _, t := range ts {
+		header[t.Name] = map[string]any{"dtype": t.DType, "shape": t.Shape,
+			"data_offsets": []int{len(data), len(data) + len(t.Raw)}}
+		data = append(data, t.Raw...)
 	}
 	h, err := json.Marshal(header)
 	if err != nil {
