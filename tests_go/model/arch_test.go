@@ -427,55 +427,12 @@ func TestCPUAttentionWindowAndScale(t *testing.T) {
 	qDim, kvDim := heads*hd, kvHeads*hd
 	q, k, v := randSlice(r, total*qDim), randSlice(r, total*kvDim), randSlice(r, total*kvDim)
 	for _, opt := range []model.AttentionOptions{{Window: 4}, {Window: 1}, {Scale: 0.3}, {Window: 3, Scale: 0.05}, {Window: 100}} {
-		scale := float64(opt.Scale)
-		if scale == 0 {
-			scale = 1 / math.Sqrt(hd)
-		}
-		want := make([]float64, total*qDim)
-		for t0 := 0; t0 < total; t0++ {
-			lo := 0
-			if opt.Window > 0 {
-				lo = max(0, t0-opt.Window+1)
-			}
-			for h := 0; h < heads; h++ {
-				kh := h / (heads / kvHeads)
-				sc := make([]float64, t0+1-lo)
-				mx := math.Inf(-1)
-				for j := range sc {
-					var s float64
-					for i := 0; i < hd; i++ {
-						s += float64(q[t0*qDim+h*hd+i]) * float64(k[(lo+j)*kvDim+kh*hd+i])
-					}
-					sc[j] = s * scale
-					mx = max(mx, sc[j])
-				}
-				var sum float64
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					sum += sc[j]
-				}
-				for j := range sc {
-					for i := 0; i < hd; i++ {
-						want[t0*qDim+h*hd+i] += sc[j] / sum * float64(v[(lo+j)*kvDim+kh*hd+i])
-					}
-				}
-			}
-		}
+		want := naiveAttention(q, k, v, heads, kvHeads, hd, total, opt)
 		for name, e := range engines(2) {
 			kv, err := e.NewKV(1, kvHeads, hd, 0)
 			require.NoError(t, err)
-			got := make([]float64, 0, total*qDim)
-			for pos := 0; pos < total; { // a 6-position prefill (longer than the window), then one at a time
-				n := 6
-				if pos > 0 {
-					n = 1
-				}
-				out := dense(n, qDim, make([]float32, n*qDim))
-				require.NoError(t, e.Attention(out, dense(n, qDim, q[pos*qDim:(pos+n)*qDim]),
-					dense(n, kvDim, k[pos*kvDim:(pos+n)*kvDim]), dense(n, kvDim, v[pos*kvDim:(pos+n)*kvDim]), kv, 0, pos, opt))
-				got = append(got, f64(out.Float32s())...)
-				pos += n
-			}
+			// a 6-position prefill (longer than the window), then one at a time
+			got := attentionAlong(t, e, kv, 0, q, k, v, qDim, kvDim, total, 6, opt)
 			assert.InDeltaSlice(t, want, got, 1e-5, "%s %+v", name, opt)
 		}
 	}

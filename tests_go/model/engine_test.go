@@ -200,49 +200,13 @@ func testAttention(t *testing.T, hd int) {
 	const heads, kvHeads, total = 4, 2, 11
 	qDim, kvDim := heads*hd, kvHeads*hd
 	q, k, v := randSlice(r, total*qDim), randSlice(r, total*kvDim), randSlice(r, total*kvDim)
-	want := make([]float64, total*qDim)
-	for t0 := 0; t0 < total; t0++ {
-		for h := 0; h < heads; h++ {
-			kh := h / (heads / kvHeads)
-			sc := make([]float64, t0+1)
-			mx := math.Inf(-1)
-			for p := range sc {
-				var s float64
-				for i := 0; i < hd; i++ {
-					s += float64(q[t0*qDim+h*hd+i]) * float64(k[p*kvDim+kh*hd+i])
-				}
-				sc[p] = s / math.Sqrt(float64(hd))
-				mx = max(mx, sc[p])
-			}
-			var sum float64
-			for p := range sc {
-				sc[p] = math.Exp(sc[p] - mx)
-				sum += sc[p]
-			}
-			for p := range sc {
-				for i := 0; i < hd; i++ {
-					want[t0*qDim+h*hd+i] += sc[p] / sum * float64(v[p*kvDim+kh*hd+i])
-				}
-			}
-		}
-	}
+	want := naiveAttention(q, k, v, heads, kvHeads, hd, total, model.AttentionOptions{})
 	for name, e := range engines(2) {
 		kv, err := e.NewKV(2, kvHeads, hd, 0)
 		require.NoError(t, err)
-		got := make([]float64, 0, total*qDim)
 		// a 5-position prefill, then one position at a time (the cache grows past 64 never
 		// here; Cap reports what it holds)
-		for pos := 0; pos < total; {
-			n := 5
-			if pos > 0 {
-				n = 1
-			}
-			out := dense(n, qDim, make([]float32, n*qDim))
-			require.NoError(t, e.Attention(out, dense(n, qDim, q[pos*qDim:(pos+n)*qDim]),
-				dense(n, kvDim, k[pos*kvDim:(pos+n)*kvDim]), dense(n, kvDim, v[pos*kvDim:(pos+n)*kvDim]), kv, 1, pos, model.AttentionOptions{}))
-			got = append(got, f64(out.Float32s())...)
-			pos += n
-		}
+		got := attentionAlong(t, e, kv, 1, q, k, v, qDim, kvDim, total, 5, model.AttentionOptions{})
 		assert.GreaterOrEqual(t, kv.Cap(), total)
 		assert.InDeltaSlice(t, want, got, 1e-5, "%s, head dim %d", name, hd)
 		err = e.Attention(dense(1, qDim, make([]float32, qDim)), dense(1, qDim, q[:qDim]),

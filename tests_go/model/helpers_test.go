@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tetherlm/tether/gocore/model"
 	"github.com/tetherlm/tether/tests_go/internal/tinymodel"
 )
 
@@ -104,4 +105,65 @@ func writeModel(t testing.TB, c tinyConfig, tensors []stTensor, override map[str
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// naiveAttention is causal grouped-query attention in float64, for rows q [total,
+// heads*hd] over k, v [total, kvHeads*hd], with opt's window and scale (default
+// 1/sqrt(hd)): the reference the engines' Attention is checked against.
+func naiveAttention(q, k, v []float32, heads, kvHeads, hd, total int, opt model.AttentionOptions) []float64 {
+	qDim, kvDim := heads*hd, kvHeads*hd
+	scale := float64(opt.Scale)
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(hd))
+	}
+	want := make([]float64, total*qDim)
+	for t0 := 0; t0 < total; t0++ {
+		lo := 0
+		if opt.Window > 0 {
+			lo = max(0, t0-opt.Window+1)
+		}
+		for h := 0; h < heads; h++ {
+			kh := h / (heads / kvHeads)
+			sc := make([]float64, t0+1-lo)
+			mx := math.Inf(-1)
+			for j := range sc {
+				var s float64
+				for i := 0; i < hd; i++ {
+					s += float64(q[t0*qDim+h*hd+i]) * float64(k[(lo+j)*kvDim+kh*hd+i])
+				}
+				sc[j] = s * scale
+				mx = max(mx, sc[j])
+			}
+			var sum float64
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - mx)
+				sum += sc[j]
+			}
+			for j := range sc {
+				for i := 0; i < hd; i++ {
+					want[t0*qDim+h*hd+i] += sc[j] / sum * float64(v[(lo+j)*kvDim+kh*hd+i])
+				}
+			}
+		}
+	}
+	return want
+}
+
+// attentionAlong runs e's Attention over the total positions of q, k, v at layer: a
+// prefill of the first positions, then one position at a time; it returns the outputs.
+func attentionAlong(t *testing.T, e *model.CPU, kv model.KV, layer int, q, k, v []float32, qDim, kvDim, total, first int, opt model.AttentionOptions) []float64 {
+	t.Helper()
+	got := make([]float64, 0, total*qDim)
+	for pos := 0; pos < total; {
+		n := first
+		if pos > 0 {
+			n = 1
+		}
+		out := dense(n, qDim, make([]float32, n*qDim))
+		require.NoError(t, e.Attention(out, dense(n, qDim, q[pos*qDim:(pos+n)*qDim]),
+			dense(n, kvDim, k[pos*kvDim:(pos+n)*kvDim]), dense(n, kvDim, v[pos*kvDim:(pos+n)*kvDim]), kv, layer, pos, opt))
+		got = append(got, f64(out.Float32s())...)
+		pos += n
+	}
+	return got
 }
