@@ -16,11 +16,12 @@ import (
 )
 
 // engines returns the CPU engine with its default kernels (AVX2/FMA assembly where the
-// CPU has it) and with the portable Go kernels, so both paths are tested on amd64.
-func engines(threads int) map[string]*model.CPU {
+// CPU has it) and with the portable Go kernels, so both paths are tested on amd64;
+// opts apply to both.
+func engines(threads int, opts ...model.CPUOption) map[string]*model.CPU {
 	return map[string]*model.CPU{
-		"default":  model.NewCPU(threads),
-		"portable": model.NewCPU(threads, model.WithPortableKernels()),
+		"default":  model.NewCPU(threads, opts...),
+		"portable": model.NewCPU(threads, append(opts, model.WithPortableKernels())...),
 	}
 }
 

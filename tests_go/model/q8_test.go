@@ -16,10 +16,7 @@ import (
 // int8Engines returns CPU engines with 8-bit weights: default kernels (AVX512-VNNI
 // assembly where the CPU has it) and the portable Go ones.
 func int8Engines(threads int) map[string]*model.CPU {
-	return map[string]*model.CPU{
-		"default":  model.NewCPU(threads, model.WithInt8Products()),
-		"portable": model.NewCPU(threads, model.WithInt8Products(), model.WithPortableKernels()),
-	}
+	return engines(threads, model.WithInt8Products())
 }
 
 // nearestF16 rounds v to the nearest float16 value (ties to even), by search: the
