@@ -22,9 +22,12 @@ parity-torch-NAME   `tether logits --device cuda` against PyTorch on the same GP
                     rel to each reference <= 2 x ref.
 parity-cpu-NAME     f32 models: `--device cuda` against `--device cpu` (the CPU engine),
                     same metric, rel <= 1e-4.
-greedy-NAME         f32 models: `generate --temp 0 --ignore-eog --max-tokens 64` with
-                    --device cuda and --device cpu give the same 64 ids (and not a
-                    degenerate repetition: more than 3 distinct ids).
+greedy-NAME         f32 models: `generate --temp 0 --repeat-penalty 1.5 --ignore-eog
+                    --max-tokens 64` with --device cuda and --device cpu give the same 64
+                    ids (and not a degenerate repetition: more than 3 distinct ids). The
+                    penalty keeps a random-weight model from repeating one token (without
+                    it the SmolLM shape gave 3 distinct ids on the GPU machine); the pick
+                    stays the argmax of the penalized logits, so it is still greedy.
 schema-NAME-S       a JSON-Schema-constrained `generate --device cuda` for schema S, greedy
                     and sampled (--temp 1 with seeds): every output must end with the grammar
                     complete (stop "eog"), parse as JSON and validate against the schema
@@ -370,6 +373,8 @@ def main() -> int:
             flags = (
                 "--temp",
                 "0",
+                "--repeat-penalty",
+                "1.5",
                 "--ignore-eog",
                 "--max-tokens",
                 str(args.greedy_tokens),

@@ -9,6 +9,7 @@
 package modelcuda_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -163,6 +164,9 @@ func TestOpsMatchCPU(t *testing.T) {
 			require.NoError(t, r.gpu.MatMul(mm.d, x.d, q.d))
 			r.check(name+" matmul", mm, tol)
 
+			// The norm of one row from the same input on both engines: x may differ by
+			// cuBLAS's bf16 rounding after the products above.
+			require.NoError(t, r.gpu.Write(x.d, x.h.Float32s()))
 			last := r.act(1, H, nil)
 			require.NoError(t, r.cpu.RMSNorm(last.h, x.h, norm.h, 1e-5))
 			require.NoError(t, r.gpu.RMSNorm(last.d, x.d, norm.d, 1e-5))
@@ -233,6 +237,66 @@ func TestRoPEAndAttentionMatchCPU(t *testing.T) {
 	}
 }
 
+// TestFusedAttentionMatchesCPU: RoPEAttention of single tokens inside a Step (the
+// fused rope_store and attn_fused kernels) against the CPU engine's RoPE, RoPE and
+// Attention, for head sizes 64 to 256, partial rotary, windows, grouped heads, and
+// positions past the cache's first capacity (256); q and k must come back rotated too.
+func TestFusedAttentionMatchesCPU(t *testing.T) {
+	r := newRig(t)
+	rnd := rand.New(rand.NewPCG(5, 11))
+	for _, tc := range []struct {
+		hd, rotary, heads, kvHeads int
+		opt                        model.AttentionOptions
+	}{
+		{64, 64, 4, 2, model.AttentionOptions{}},
+		{80, 40, 6, 2, model.AttentionOptions{Window: 5}},
+		{128, 128, 4, 4, model.AttentionOptions{Scale: 0.2, Window: 300}},
+		{256, 256, 8, 1, model.AttentionOptions{Scale: 0.0625, Window: 7}},
+		{32, 16, 2, 1, model.AttentionOptions{Window: 1}},
+	} {
+		hd, heads, kvHeads := tc.hd, tc.heads, tc.kvHeads
+		kvc, err := r.cpu.NewKV(1, kvHeads, hd, 0)
+		require.NoError(t, err)
+		kvg, err := r.gpu.NewKV(1, kvHeads, hd, 0)
+		require.NoError(t, err)
+		half := tc.rotary / 2
+		angles := func(n int) ([]float32, []float32) {
+			cos, sin := make([]float32, n*half), make([]float32, n*half)
+			for i := range cos {
+				a := rnd.Float64() * 2 * math.Pi
+				cos[i], sin[i] = float32(math.Cos(a)), float32(math.Sin(a))
+			}
+			return cos, sin
+		}
+		pos := 0
+		for step := 0; step < 300; step++ {
+			n := 1
+			if step == 0 {
+				n = 9 // a prefill first: the separate operations
+			}
+			q := r.act(n, heads*hd, randVals(rnd, n*heads*hd, 1))
+			k := r.act(n, kvHeads*hd, randVals(rnd, n*kvHeads*hd, 1))
+			v := r.act(n, kvHeads*hd, randVals(rnd, n*kvHeads*hd, 1))
+			out := r.act(n, heads*hd, nil)
+			cos, sin := angles(n)
+			require.NoError(t, r.cpu.RoPE(q.h, hd, tc.rotary, cos, sin))
+			require.NoError(t, r.cpu.RoPE(k.h, hd, tc.rotary, cos, sin))
+			require.NoError(t, r.cpu.Attention(out.h, q.h, k.h, v.h, kvc, 0, pos, tc.opt))
+			st := &model.Step{Seq: kvg, IDs: make([]int, n), Pos0: pos, Cos: cos, Sin: sin, KV: kvg}
+			require.NoError(t, r.gpu.Step(st, func() error {
+				return r.gpu.RoPEAttention(out.d, q.d, k.d, v.d, kvg, 0, pos, hd, tc.rotary, cos, sin, tc.opt)
+			}))
+			what := fmt.Sprintf("hd %d rotary %d window %d, position %d", hd, tc.rotary, tc.opt.Window, pos)
+			r.check(what+": q", q, 1e-6)
+			r.check(what+": k", k, 1e-6)
+			r.check(what+": attention", out, 1e-5)
+			pos += n
+		}
+		require.Equal(t, 308, pos)
+		require.GreaterOrEqual(t, kvg.Cap(), 308)
+	}
+}
+
 func TestShapeErrors(t *testing.T) {
 	r := newRig(t)
 	w := r.weight("w", 8, 16, make([]float32, 128), false)
@@ -242,7 +306,8 @@ func TestShapeErrors(t *testing.T) {
 	require.ErrorContains(t, r.gpu.MatVec(dst.d, bad.d, w.d), "cuda: matvec")
 	require.ErrorContains(t, r.gpu.MatVec(dst.d, x.h, w.d), "host tensor")
 	require.ErrorContains(t, r.gpu.MatVec(dst.d, x.d, w.h), "not uploaded to this engine")
-	require.ErrorContains(t, r.gpu.Rows(dst.d, w.d, []int{9}, 1), "outside")
+	require.ErrorContains(t, r.gpu.Rows(dst.d, w.d, []int{1}, 1), "dst (1, 8) for 1 ids of 16 columns")
+	require.ErrorContains(t, r.gpu.Rows(x.d, w.d, []int{9}, 1), "token id 9 at position 0 is outside")
 	_, err := r.gpu.NewKV(1, 1, 512, 0)
 	require.ErrorContains(t, err, "head_dim 512")
 	_, err = r.gpu.Upload("v", tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 3, 4})))
