@@ -4,7 +4,8 @@
 #   bash tests_cuda/bundle.sh OUT_DIR TETHER_CUDA_BIN TEST_BIN TOKENIZERS_DIR
 #
 # OUT_DIR (e.g. build/cuda-check, git-ignored) is emptied and filled with:
-#   run.sh, make_models.py, check_parity.py, bench_cuda.py, harness.py, README.md
+#   run.sh, make_models.py, check_parity.py, bench_cuda.py, harness.py, profile_kernels.py,
+#   README.md
 #   bin/tether-cuda        from TETHER_CUDA_BIN (the `-tags cuda` CLI)
 #   bin/modelcuda.test     from TEST_BIN (`go test -c -tags cuda` of the CUDA engine's tests)
 #   tokenizers/llama2/, tokenizers/llama3/   tokenizer.json + tokenizer_config.json
@@ -43,6 +44,7 @@ fi
 mkdir -p "$out/bin" "$out/tokenizers/llama2" "$out/tokenizers/llama3"
 
 cp -L "$here"/run.sh "$here"/make_models.py "$here"/check_parity.py "$here"/bench_cuda.py "$here"/harness.py \
+  "$here"/profile_kernels.py \
   "$here"/README.md "$out/"
 cp -L "$bin" "$out/bin/tether-cuda"
 cp -L "$testbin" "$out/bin/modelcuda.test"

@@ -7,7 +7,8 @@
 # (libcuda.so.1), a python3 with torch and transformers, and that venv's CUDA 13 cuBLAS
 # (site-packages/nvidia/cu13/lib), which is not bundled (libcublasLt is 540 MB).
 #
-#   bash run.sh [STEP...]     STEP: models test parity bench (default: all, in that order)
+#   bash run.sh [STEP...]     STEP: models test parity bench profile (default: the first
+#                             four, in that order; profile only when named)
 #
 # Steps (each prints one PASS/FAIL line per check; a step that crashes or runs past its
 # time limit is a FAIL line of its own):
@@ -17,6 +18,8 @@
 #           identity, JSON-schema-constrained outputs
 #   bench   bench_cuda.py: bench-model-cuda, tether vs PyTorch eager and compiled, the HBM
 #           bound, and the acceptance lines
+#   profile profile_kernels.py: a decode step's kernels under Nsight Compute (ncu), largest
+#           first; no check, for the next round of kernel work
 # The whole run is held to TETHER_CUDA_BUDGET_S seconds (default 470: under 8 minutes);
 # each step gets at most its own cap and what is left. Exit status 0 only if every check
 # passed.
@@ -42,7 +45,7 @@ budget=${TETHER_CUDA_BUDGET_S:-$([ -n "$dry" ] && echo 1200 || echo 470)}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(models test parity bench)
 for s in "${steps[@]}"; do
-  case "$s" in models|test|parity|bench) ;; *) echo "usage: $0 [models|test|parity|bench]..."; exit 2 ;; esac
+  case "$s" in models|test|parity|bench|profile) ;; *) echo "usage: $0 [models|test|parity|bench|profile]..."; exit 2 ;; esac
 done
 # No network on the GPU machine: nothing may try the Hugging Face hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
@@ -258,6 +261,13 @@ if has_step bench; then
     cap=$([ -n "$dry" ] && echo 900 || echo 330)
     bl=$(( cap < left - 5 ? cap : left - 5 ))
     run_step bench "$cap" "$py" "$here/bench_cuda.py" "$models" --budget-s "$bl"
+  fi
+fi
+
+if has_step profile; then
+  if [ -n "$dry" ]; then echo "== profile: skipped (dry run: no GPU, no ncu)"
+  elif [ -z "$models_ok" ]; then say "FAIL profile: not run: no models$tag"
+  else run_step profile 200 "$py" "$here/profile_kernels.py" "$models"
   fi
 fi
 

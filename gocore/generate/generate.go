@@ -73,12 +73,22 @@ func Load(dir string, opts ...model.Option) (*Generator, error) {
 }
 
 // New puts together a loaded model, tokenizer and vocabulary (which must describe the
-// same token ids). Close does not close what New was given.
+// same token ids). On an accelerator engine (a model.StepEngine) it runs Model.Warm,
+// so the first Generate's prefill time is not its one-time costs. Close does not
+// close what New was given.
 func New(m *model.Model, tok *tokenizer.Tokenizer, v *vocab.Vocab) (*Generator, error) {
 	if n := m.Config().VocabSize; v.Size() > n {
 		return nil, fmt.Errorf("generate: the tokenizer has %d tokens but the model's vocab_size is %d", v.Size(), n)
 	}
-	return &Generator{model: m, tok: tok, vocab: v, state: m.NewState()}, nil
+	g := &Generator{model: m, tok: tok, vocab: v, state: m.NewState()}
+	// An accelerator engine (a StepEngine: CUDA) pays its one-time costs now, not in the
+	// first prefill Generate times.
+	if _, ok := m.Engine().(model.StepEngine); ok {
+		if err := m.Warm(g.state); err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+	}
+	return g, nil
 }
 
 // Model returns the generator's model.

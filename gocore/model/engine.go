@@ -122,6 +122,16 @@ type StepEngine interface {
 	Step(st *Step, ops func() error) error
 }
 
+// RoPEAttentionEngine is an Engine that rotates q and k and attends in one call, so
+// that an accelerator engine can fuse the launches of a decode step. RoPEAttention
+// computes what RoPE(q, ...), RoPE(k, ...) then Attention(out, q, k, v, ...) compute,
+// leaving q and k rotated as those would; the forward pass calls it instead of them
+// when the engine has it.
+type RoPEAttentionEngine interface {
+	Engine
+	RoPEAttention(out, q, k, v *tensor.Dense, kv KV, layer, pos0, headDim, rotaryDim int, cos, sin []float32, opt AttentionOptions) error
+}
+
 // Step describes one forward call to a StepEngine.
 type Step struct {
 	// Seq identifies the sequence and the kind of call: calls with equal Seq (a

@@ -373,6 +373,31 @@ func (s *State) Pos() int { return s.pos }
 // Reset empties the KV cache (keeping its memory) to start a new sequence.
 func (s *State) Reset() { s.pos = 0 }
 
+// Warm runs a short sequence on s, a prefill of warmTokens tokens and two decode
+// steps, then resets s. An accelerator engine pays its one-time costs there (loading
+// kernels, initialising its libraries, sizing buffers and the cache, recording the
+// decode step) instead of in the first prefill a caller times, as llama.cpp's warm-up
+// run does; on the CPU engine it only sizes s. The tokens are id 0 repeated.
+func (m *Model) Warm(s *State) error {
+	n := warmTokens
+	if mp := m.cfg.MaxPositions; mp > 0 {
+		n = max(1, min(n, mp-2))
+	}
+	defer s.Reset()
+	if _, err := m.Forward(s, make([]int, n)); err != nil {
+		return fmt.Errorf("model: warm-up: %w", err)
+	}
+	for i := 0; i < 2 && (m.cfg.MaxPositions <= 0 || s.pos < m.cfg.MaxPositions); i++ {
+		if _, err := m.Forward(s, []int{0}); err != nil {
+			return fmt.Errorf("model: warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// warmTokens is the prefill length of Warm.
+const warmTokens = 32
+
 // ensure makes the KV cache and shapes the activations for n rows.
 func (s *State) ensure(n int, allLogits bool) error {
 	c := &s.m.cfg
@@ -501,9 +526,18 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 					}
 					return e.HeadRMSNorm(b.k, ly.kNorm, eps)
 				},
-				func() error { return e.RoPE(b.q, hd, rd, cos, sin) },
-				func() error { return e.RoPE(b.k, hd, rd, cos, sin) },
-				func() error { return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0, ly.attn) },
+				func() error {
+					if fe, ok := e.(RoPEAttentionEngine); ok {
+						return fe.RoPEAttention(b.att, b.q, b.k, b.v, s.kv, li, pos0, hd, rd, cos, sin, ly.attn)
+					}
+					if err := e.RoPE(b.q, hd, rd, cos, sin); err != nil {
+						return err
+					}
+					if err := e.RoPE(b.k, hd, rd, cos, sin); err != nil {
+						return err
+					}
+					return e.Attention(b.att, b.q, b.k, b.v, s.kv, li, pos0, ly.attn)
+				},
 				func() error {
 					if ly.postAttnNorm != nil {
 						return e.ResidualNorm(b.x, b.att, ly.o, ly.postAttnNorm, eps)

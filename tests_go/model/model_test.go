@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -270,6 +271,37 @@ func TestIncrementalDecodeMatchesPrefill(t *testing.T) {
 			again, err := m.Forward(st, ids[:1])
 			require.NoError(t, err)
 			assert.InDeltaSlice(t, f64(full[:cfg.Vocab]), f64(again.Float32s()), 1e-5, "Reset starts over")
+		})
+	}
+}
+
+// Warm leaves the state empty: a sequence run after it computes what it computes on a
+// fresh state, bit for bit; with a tiny context it stays inside max_position_embeddings.
+func TestWarmResetsTheState(t *testing.T) {
+	for _, maxPos := range []int{0, 3, 1} {
+		t.Run(fmt.Sprintf("max_positions=%d", maxPos), func(t *testing.T) {
+			cfg := tiny
+			var extra map[string]any
+			if maxPos > 0 {
+				extra = map[string]any{"max_position_embeddings": maxPos}
+			}
+			m, err := model.Load(writeModel(t, cfg, tensorsFor(cfg, 3), extra), model.WithThreads(2))
+			require.NoError(t, err)
+			defer m.Close()
+			ids := []int{1, 7, 3}
+			if maxPos > 0 {
+				ids = ids[:maxPos]
+			}
+			fresh, err := m.Forward(m.NewState(), ids)
+			require.NoError(t, err)
+			want := append([]float32(nil), fresh.Float32s()...)
+
+			st := m.NewState()
+			require.NoError(t, m.Warm(st))
+			require.Zero(t, st.Pos())
+			got, err := m.Forward(st, ids)
+			require.NoError(t, err)
+			require.Equal(t, want, got.Float32s())
 		})
 	}
 }

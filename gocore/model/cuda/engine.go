@@ -25,6 +25,11 @@ func Built() bool { return true }
 
 const (
 	warpRows     = 8        // output rows per block of the matvec kernels (256 threads)
+	attnThreads  = 512      // block of attn_fused (ATTN_THREADS in kernels.cu)
+	// maxStagedCols bounds the row a fused norm kernel stages in shared memory (4 bytes
+	// each; 32 KiB of the 48 KiB a block gets without opting in); wider rows take the
+	// separate rmsnorm launch.
+	maxStagedCols = 8192
 	scoreLimit   = 32 << 20 // floats of attention scores one launch may use (128 MiB)
 	threads      = 256
 	maxHeadDim   = 256
@@ -77,6 +82,9 @@ type Engine struct {
 type kernels struct {
 	rmsnorm, matvecBF16, matvecF32, matvec3BF16, matvec3F32, gluBF16, gluF32, addBias, glu, toBF16, scale,
 	rowsBF16, rowsF32, rope, kvStore, attnScores, attnAV cu.Function
+	// The fused kernels of a decode step: the input norm with the projections that read
+	// it, RoPE with the cache store, and attention in one block per head.
+	normMatvec3BF16, normMatvec3F32, normGluBF16, normGluF32, ropeStore, attnFused cu.Function
 }
 
 type devBuf struct {
@@ -191,6 +199,9 @@ func New(o Options) (eng model.Engine, err error) {
 		{&e.k.glu, "glu"}, {&e.k.toBF16, "to_bf16"}, {&e.k.scale, "scale"}, {&e.k.rowsBF16, "rows_bf16"},
 		{&e.k.rowsF32, "rows_f32"}, {&e.k.rope, "rope"}, {&e.k.kvStore, "kv_store"},
 		{&e.k.attnScores, "attn_scores"}, {&e.k.attnAV, "attn_av"},
+		{&e.k.normMatvec3BF16, "norm_matvec3_bf16"}, {&e.k.normMatvec3F32, "norm_matvec3_f32"},
+		{&e.k.normGluBF16, "norm_glu_bf16"}, {&e.k.normGluF32, "norm_glu_f32"},
+		{&e.k.ropeStore, "rope_store"}, {&e.k.attnFused, "attn_fused"},
 	}
 	for _, f := range fns {
 		if *f.f, err = e.mod.Function(f.name); err != nil {
@@ -445,6 +456,11 @@ func (e *Engine) pin(dst []float32) (*pinBuf, error) {
 // launch runs kernel f with grid (gx, gy, gz) of block threads; args are pointers,
 // ints and float32s, each passed in an 8-byte slot.
 func (e *Engine) launch(f cu.Function, gx, gy, gz, block int, args ...any) error {
+	return e.launchShared(f, gx, gy, gz, block, 0, args...)
+}
+
+// launchShared is launch with shared bytes of dynamic shared memory.
+func (e *Engine) launchShared(f cu.Function, gx, gy, gz, block, shared int, args ...any) error {
 	vals := make([]uint64, len(args))
 	ptrs := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
@@ -468,7 +484,7 @@ func (e *Engine) launch(f cu.Function, gx, gy, gz, block int, args ...any) error
 	if gx <= 0 || gy <= 0 || gz <= 0 {
 		return nil
 	}
-	if err := f.Launch(gx, gy, gz, block, 1, 1, 0, e.stream, ptrs); err != nil {
+	if err := f.Launch(gx, gy, gz, block, 1, 1, shared, e.stream, ptrs); err != nil {
 		return fmt.Errorf("cuda: kernel launch: %w", err)
 	}
 	return nil
@@ -628,12 +644,23 @@ func (e *Engine) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, normW model.W
 		if len(dsts) != len(ls) || len(ls) == 0 {
 			return fmt.Errorf("cuda: normmatmul: %d outputs for %d projections", len(dsts), len(ls))
 		}
+		// One token: the norm, staged in shared memory, and up to three projections in
+		// one launch.
+		if xp, xn, xc, err := e.act("normmatmul", x); err == nil && xn == 1 && xc <= maxStagedCols && len(ls) <= 3 {
+			g, err := e.normWeight("normmatmul", normW, xc)
+			if err != nil {
+				return err
+			}
+			if ok, err := e.fusedMatVecs(dsts, xp, xc, ls, &stagedNorm{w: g, eps: eps}); ok || err != nil {
+				return err
+			}
+		}
 		h, n, cols, err := e.norm("normmatmul", x, normW, eps, 0)
 		if err != nil {
 			return err
 		}
 		if n == 1 && len(ls) <= 3 {
-			if ok, err := e.fusedMatVecs(dsts, h, cols, ls); ok || err != nil {
+			if ok, err := e.fusedMatVecs(dsts, h, cols, ls, nil); ok || err != nil {
 				return err
 			}
 		}
@@ -666,10 +693,16 @@ func (e *Engine) NormMatMul(dsts []*tensor.Dense, x *tensor.Dense, normW model.W
 	})
 }
 
+// stagedNorm is the RMSNorm a fused kernel applies to its input row first.
+type stagedNorm struct {
+	w   cu.DevicePtr
+	eps float32
+}
+
 // fusedMatVecs runs up to three single-row projections into device activations in
-// one launch; ok is false (and nothing ran) when they do not qualify (mixed dtypes, a
-// host output).
-func (e *Engine) fusedMatVecs(dsts []*tensor.Dense, h cu.DevicePtr, cols int, ls []model.Linear) (bool, error) {
+// one launch, of h or, with norm, of RMSNorm(h); ok is false (and nothing ran) when
+// they do not qualify (mixed dtypes, a host output).
+func (e *Engine) fusedMatVecs(dsts []*tensor.Dense, h cu.DevicePtr, cols int, ls []model.Linear, norm *stagedNorm) (bool, error) {
 	var args []any
 	var bf16 bool
 	rows := 0
@@ -704,11 +737,19 @@ func (e *Engine) fusedMatVecs(dsts []*tensor.Dense, h cu.DevicePtr, cols int, ls
 	for len(args) < 12 {
 		args = append(args, cu.DevicePtr(0), cu.DevicePtr(0), cu.DevicePtr(0), 0)
 	}
+	grid := (rows + warpRows - 1) / warpRows
+	if norm != nil {
+		f := e.k.normMatvec3F32
+		if bf16 {
+			f = e.k.normMatvec3BF16
+		}
+		return true, e.launchShared(f, grid, 1, 1, threads, 4*cols, append([]any{h, norm.w, norm.eps, cols}, args...)...)
+	}
 	f := e.k.matvec3F32
 	if bf16 {
 		f = e.k.matvec3BF16
 	}
-	return true, e.launch(f, (rows+warpRows-1)/warpRows, 1, 1, threads, append([]any{h, cols}, args...)...)
+	return true, e.launch(f, grid, 1, 1, threads, append([]any{h, cols}, args...)...)
 }
 
 // NormGLU computes dst = act(h·gateᵀ + bg) ⊙ (h·upᵀ + bu), h = RMSNorm(x).
@@ -723,7 +764,7 @@ func (e *Engine) NormGLU(dst, x *tensor.Dense, normW model.Weight, eps float32, 
 		default:
 			return fmt.Errorf("cuda: glu: unknown activation %v", act)
 		}
-		h, n, cols, err := e.norm("normglu", x, normW, eps, 0)
+		xp, n, cols, err := e.act("normglu", x)
 		if err != nil {
 			return err
 		}
@@ -753,12 +794,29 @@ func (e *Engine) NormGLU(dst, x *tensor.Dense, normW model.Weight, eps float32, 
 		if dn != n || dc != gw.rows {
 			return fmt.Errorf("cuda: normglu: output %v, want [%d %d]", dst.Shape(), n, gw.rows)
 		}
+		grid := (gw.rows + warpRows - 1) / warpRows
+		if n == 1 && cols <= maxStagedCols {
+			// The norm staged in shared memory: one launch.
+			g, err := e.normWeight("normglu", normW, cols)
+			if err != nil {
+				return err
+			}
+			f := e.k.normGluF32
+			if gw.bf16 {
+				f = e.k.normGluBF16
+			}
+			return e.launchShared(f, grid, 1, 1, threads, 4*cols, dp, xp, g, eps, gw.ptr, uw.ptr, bg, bu, gw.rows, cols, ak)
+		}
+		h, _, _, err := e.norm("normglu", x, normW, eps, 0)
+		if err != nil {
+			return err
+		}
 		if n == 1 {
 			f := e.k.gluF32
 			if gw.bf16 {
 				f = e.k.gluBF16
 			}
-			return e.launch(f, (gw.rows+warpRows-1)/warpRows, 1, 1, threads, dp, h, gw.ptr, uw.ptr, bg, bu, gw.rows, cols, ak)
+			return e.launch(f, grid, 1, 1, threads, dp, h, gw.ptr, uw.ptr, bg, bu, gw.rows, cols, ak)
 		}
 		gp, err := e.grow("gate", 4*n*gw.rows)
 		if err != nil {
@@ -1092,6 +1150,91 @@ func (e *Engine) Attention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0
 		}
 		return nil
 	})
+}
+
+// RoPEAttention is RoPE(q), RoPE(k) then Attention (model.RoPEAttentionEngine). A
+// single token takes two launches: rope_store (both rotations and the cache store)
+// and attn_fused (scores, softmax and values, one block per head). Anything else, and
+// any argument those operations would refuse, takes the separate operations, which
+// report the error.
+func (e *Engine) RoPEAttention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0, headDim, rotaryDim int, cos, sin []float32, opt model.AttentionOptions) error {
+	fused := false
+	err := e.call(func() (err error) {
+		fused, err = e.ropeAttention(out, q, k, v, kvh, layer, pos0, headDim, rotaryDim, cos, sin, opt)
+		return err
+	})
+	if fused || err != nil {
+		return err
+	}
+	if err := e.RoPE(q, headDim, rotaryDim, cos, sin); err != nil {
+		return err
+	}
+	if err := e.RoPE(k, headDim, rotaryDim, cos, sin); err != nil {
+		return err
+	}
+	return e.Attention(out, q, k, v, kvh, layer, pos0, opt)
+}
+
+// ropeAttention runs the fused single-token form, or returns false having done nothing.
+func (e *Engine) ropeAttention(out, q, k, v *tensor.Dense, kvh model.KV, layer, pos0, hd, rd int, cos, sin []float32, opt model.AttentionOptions) (bool, error) {
+	kv, ok := kvh.(*kvCache)
+	if !ok || kv == nil || layer < 0 || layer >= kv.layers || pos0 < 0 || kv.headDim != hd ||
+		hd%4 != 0 || rd <= 0 || rd%2 != 0 || rd > hd || opt.Window < 0 || (kv.maxPos > 0 && pos0+1 > kv.maxPos) {
+		return false, nil
+	}
+	half := rd / 2
+	if len(cos) < half || len(sin) < half {
+		return false, nil
+	}
+	var ptrs [4]cu.DevicePtr
+	var cols [4]int
+	for i, t := range []*tensor.Dense{q, k, v, out} {
+		p, n, c, err := e.act("attention", t)
+		if err != nil || n != 1 {
+			return false, nil
+		}
+		ptrs[i], cols[i] = p, c
+	}
+	qp, kp, vp, op := ptrs[0], ptrs[1], ptrs[2], ptrs[3]
+	qDim, kvDim := cols[0], kv.kvHeads*hd
+	if qDim%kvDim != 0 || cols[1] != kvDim || cols[2] != kvDim || cols[3] != qDim {
+		return false, nil
+	}
+	cos, sin = cos[:half], sin[:half]
+	s := e.step
+	var cp, sp, posp cu.DevicePtr
+	switch {
+	case s == nil || s.st.Pos0 != pos0 || s.st.KV != kvh:
+		return false, nil
+	case sameSlice(cos, s.st.Cos) && sameSlice(sin, s.st.Sin):
+		cp, sp = s.devCos, s.devSin
+	case s.st.LocalCos != nil && sameSlice(cos, s.st.LocalCos) && sameSlice(sin, s.st.LocalSin):
+		cp, sp = s.devLocalCos, s.devLocalSin
+	default:
+		return false, nil
+	}
+	posp = s.devPos
+	if err := e.growKV(kv, pos0+1, pos0); err != nil {
+		return true, err
+	}
+	heads := qDim / hd
+	total := int64(heads*half + kvDim)
+	if err := e.launch(e.k.ropeStore, blocks(total), 1, 1, threads, qp, kp, vp, kv.k[layer], kv.v[layer], cp, sp, posp,
+		1, qDim, kvDim, hd, rd); err != nil {
+		return true, err
+	}
+	kv.used = max(kv.used, pos0+1)
+	ppos := kv.capPos
+	scores, err := e.grow("scores", 4*heads*ppos)
+	if err != nil {
+		return true, err
+	}
+	scale := opt.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(hd)))
+	}
+	return true, e.launch(e.k.attnFused, heads, 1, 1, attnThreads, op, scores, qp, kv.k[layer], kv.v[layer], posp,
+		0, heads, kv.kvHeads, hd, ppos, scale, opt.Window)
 }
 
 // Rows copies embedding rows ids of w into dst, each value multiplied by scale.

@@ -106,6 +106,7 @@ __device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int
         const uint4 *w4 = (const uint4 *)w;
         const float4 *x4 = (const float4 *)x;
         int n8 = cols >> 3;
+#pragma unroll 4
         for (int j = lane; j < n8; j += 32) {
             uint4 p = __ldg(w4 + j);
             float4 a = x4[2 * j], b = x4[2 * j + 1];
@@ -126,6 +127,7 @@ __device__ __forceinline__ float dot_f32(const float *w, const float *x, int col
         const float4 *w4 = (const float4 *)w;
         const float4 *x4 = (const float4 *)x;
         int n4 = cols >> 2;
+#pragma unroll 4
         for (int j = lane; j < n4; j += 32) {
             float4 p = __ldg(w4 + j), a = x4[j];
             acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
@@ -352,5 +354,220 @@ extern "C" __global__ void attn_av(float *out, float *scores, const float *vc, c
         float a = 0.0f;
         for (int j = 0; j < groups; j++) a += part[j * headDim + threadIdx.x];
         out[((size_t)(t0 + t) * heads + h) * headDim + threadIdx.x] = a / sum;
+    }
+}
+
+// ---- fused kernels of a decode step (one token) ------------------------------------------------
+
+// norm_stage writes RMSNorm(x) (cols values, weight w) into the block's shared xs, with the
+// arithmetic of rmsnorm above (same block size, same order), so a fused kernel computes
+// what rmsnorm followed by the plain kernel computes. Every thread of the block must call
+// it; it ends with a barrier.
+__device__ void norm_stage(float *xs, const float *x, const float *w, float eps, int cols,
+                           float *sh) {
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += x[c] * x[c];
+    ss = block_sum(ss, sh);
+    float inv = 1.0f / sqrtf(ss / (float)cols + eps);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) xs[c] = x[c] * inv * w[c];
+    __syncthreads();
+}
+
+// norm_matvec3: MATVEC3 of RMSNorm(x) (norm weight nw), the normalized row staged in
+// dynamic shared memory (4·cols bytes): attention's input norm and its q, k and v
+// projections in one launch.
+#define NORM_MATVEC3(NAME, T, DOT)                                                              \
+    extern "C" __global__ void NAME(const float *x, const float *nw, float eps, int cols,      \
+                                    float *o0, const T *w0, const float *b0, int r0, float *o1, \
+                                    const T *w1, const float *b1, int r1, float *o2,           \
+                                    const T *w2, const float *b2, int r2) {                    \
+        extern __shared__ float4 xs4[];                                                        \
+        __shared__ float sh[32];                                                               \
+        float *xs = (float *)xs4;                                                              \
+        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
+        int lane = threadIdx.x & 31;                                                           \
+        int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        float *out;                                                                            \
+        const T *w;                                                                            \
+        const float *b;                                                                        \
+        if (o < r0) {                                                                          \
+            out = o0, w = w0, b = b0;                                                          \
+        } else if ((o -= r0) < r1) {                                                           \
+            out = o1, w = w1, b = b1;                                                          \
+        } else if ((o -= r1) < r2) {                                                           \
+            out = o2, w = w2, b = b2;                                                          \
+        } else {                                                                               \
+            return;                                                                            \
+        }                                                                                      \
+        float y = DOT(w + (size_t)o * cols, xs, cols, lane);                                   \
+        if (lane == 0) store(out, o, y, b, 0);                                                 \
+    }
+NORM_MATVEC3(norm_matvec3_bf16, uint16_t, dot_bf16)
+NORM_MATVEC3(norm_matvec3_f32, float, dot_f32)
+
+// norm_glu: matvec_glu of RMSNorm(x), staged as in norm_matvec3.
+#define NORM_GLU(NAME, T, DOT)                                                                  \
+    extern "C" __global__ void NAME(float *out, const float *x, const float *nw, float eps,    \
+                                    const T *wg, const T *wu, const float *bg,                 \
+                                    const float *bu, int rows, int cols, int act) {            \
+        extern __shared__ float4 xs4[];                                                        \
+        __shared__ float sh[32];                                                               \
+        float *xs = (float *)xs4;                                                              \
+        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
+        int lane = threadIdx.x & 31;                                                           \
+        int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        if (o >= rows) return;                                                                 \
+        float g = DOT(wg + (size_t)o * cols, xs, cols, lane);                                  \
+        float u = DOT(wu + (size_t)o * cols, xs, cols, lane);                                  \
+        if (lane == 0) {                                                                       \
+            if (bg) g += bg[o];                                                                \
+            if (bu) u += bu[o];                                                                \
+            out[o] = act_mul(act, g, u);                                                       \
+        }                                                                                      \
+    }
+NORM_GLU(norm_glu_bf16, uint16_t, dot_bf16)
+NORM_GLU(norm_glu_f32, float, dot_f32)
+
+// rope_store: rope on q (n rows of qCols) and k (n rows of kvCols) in place, with the
+// arithmetic of rope above, then k and v written into the layer's cache at positions
+// *pos0 .. *pos0+n-1 (kv_store). One thread per q pair, then one per k/v value: a thread
+// whose k value is the first of a rotary pair rotates the pair and stores both; the
+// second of a pair does nothing for k; values past the rotary part are copied.
+extern "C" __global__ void rope_store(float *q, float *k, const float *v, float *kc, float *vc,
+                                      const float *cos, const float *sin, const int *pos0,
+                                      int n, int qCols, int kvCols, int headDim,
+                                      int rotaryDim) {
+    int half = rotaryDim >> 1;
+    long long qPairs = (long long)n * (qCols / headDim) * half;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < qPairs) {
+        int j = (int)(i % half);
+        long long head = i / half;
+        int perRow = qCols / headDim;
+        int t = (int)(head / perRow);
+        float *h = q + (size_t)t * qCols + (size_t)(head % perRow) * headDim;
+        float c = cos[t * half + j], s = sin[t * half + j];
+        float x0 = h[j], x1 = h[j + half];
+        h[j] = x0 * c - x1 * s;
+        h[j + half] = x1 * c + x0 * s;
+        return;
+    }
+    i -= qPairs;
+    if (i >= (long long)n * kvCols) return;
+    int t = (int)(i / kvCols), e = (int)(i % kvCols), d = e % headDim;
+    size_t dst = (size_t)(*pos0 + t) * kvCols;
+    vc[dst + e] = v[i];
+    if (d < half) {
+        float *h = k + (size_t)t * kvCols + (e - d);
+        float c = cos[t * half + d], s = sin[t * half + d];
+        float x0 = h[d], x1 = h[d + half];
+        float y0 = x0 * c - x1 * s, y1 = x1 * c + x0 * s;
+        h[d] = y0;
+        h[d + half] = y1;
+        kc[dst + e] = y0;
+        kc[dst + e + half] = y1;
+    } else if (d >= rotaryDim) {
+        kc[dst + e] = k[i];
+    }
+}
+
+// attn_fused: attention of one row t0+t (blockIdx.y = t) and head h (blockIdx.x) over the
+// cache, scores, softmax and weighted values in one block of ATTN_THREADS threads:
+// scores[t, h, p] as attn_scores (a warp per position, lanes over float4s of the head,
+// eight positions in flight per warp), the softmax as attn_av, then the values with
+// headDim/4 threads per position (float4s), blockDim/(headDim/4) positions at a time,
+// four in flight, summed across position groups in shared memory. headDim % 4 == 0,
+// headDim <= 256.
+#define ATTN_THREADS 512
+extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
+attn_fused(float *out, float *scores, const float *q, const float *kc, const float *vc,
+           const int *pos0, int t0, int heads, int kvHeads, int headDim, int ppos, float scale,
+           int window) {
+    __shared__ float sh[32];
+    __shared__ float4 part[ATTN_THREADS];
+    int h = blockIdx.x, t = blockIdx.y;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    int last = *pos0 + t0 + t;
+    if (last >= ppos) last = ppos - 1;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    int kvh = h / (heads / kvHeads);
+    int n4 = headDim >> 2;  // float4s per head, <= 64
+    const float4 *qr = (const float4 *)(q + ((size_t)(t0 + t) * heads + h) * headDim);
+    float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 qa = lane < n4 ? qr[lane] : zero;
+    float4 qb = lane + 32 < n4 ? qr[lane + 32] : zero;
+    float *s = scores + ((size_t)t * heads + h) * ppos;
+    size_t kvRow = (size_t)kvHeads * headDim;
+    const float *kbase = kc + (size_t)kvh * headDim;
+    for (int p0 = first + warp; p0 <= last; p0 += 8 * nwarps) {
+        float acc[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int p = p0 + u * nwarps;
+            acc[u] = 0.0f;
+            if (p <= last) {
+                const float4 *kr = (const float4 *)(kbase + (size_t)p * kvRow);
+                if (lane < n4) {
+                    float4 k4 = kr[lane];
+                    acc[u] += qa.x * k4.x + qa.y * k4.y + qa.z * k4.z + qa.w * k4.w;
+                }
+                if (lane + 32 < n4) {
+                    float4 k4 = kr[lane + 32];
+                    acc[u] += qb.x * k4.x + qb.y * k4.y + qb.z * k4.z + qb.w * k4.w;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int p = p0 + u * nwarps;
+            float a = warp_sum(acc[u]);
+            if (lane == 0 && p <= last) s[p] = a * scale;
+        }
+    }
+    __syncthreads();
+    float m = -INFINITY;
+    for (int p = first + threadIdx.x; p <= last; p += blockDim.x) m = fmaxf(m, s[p]);
+    m = block_max(m, sh);
+    float sum = 0.0f;
+    for (int p = first + threadIdx.x; p <= last; p += blockDim.x) {
+        float e = expf(s[p] - m);
+        s[p] = e;
+        sum += e;
+    }
+    sum = block_sum(sum, sh);  // its barriers also publish the s[p] writes
+    int groups = blockDim.x / n4;
+    int g = threadIdx.x / n4, c = threadIdx.x % n4;
+    float4 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+    if (g < groups) {
+        const float4 *vb = (const float4 *)(vc + (size_t)kvh * headDim) + c;
+        size_t row4 = kvRow >> 2;
+        int p = first + g;
+        for (; p + 3 * groups <= last; p += 4 * groups) {
+            float4 v0 = vb[(size_t)p * row4], v1 = vb[(size_t)(p + groups) * row4];
+            float4 v2 = vb[(size_t)(p + 2 * groups) * row4], v3 = vb[(size_t)(p + 3 * groups) * row4];
+            float s0 = s[p], s1 = s[p + groups], s2 = s[p + 2 * groups], s3 = s[p + 3 * groups];
+            a0.x += s0 * v0.x, a0.y += s0 * v0.y, a0.z += s0 * v0.z, a0.w += s0 * v0.w;
+            a1.x += s1 * v1.x, a1.y += s1 * v1.y, a1.z += s1 * v1.z, a1.w += s1 * v1.w;
+            a2.x += s2 * v2.x, a2.y += s2 * v2.y, a2.z += s2 * v2.z, a2.w += s2 * v2.w;
+            a3.x += s3 * v3.x, a3.y += s3 * v3.y, a3.z += s3 * v3.z, a3.w += s3 * v3.w;
+        }
+        for (; p <= last; p += groups) {
+            float4 v0 = vb[(size_t)p * row4];
+            float s0 = s[p];
+            a0.x += s0 * v0.x, a0.y += s0 * v0.y, a0.z += s0 * v0.z, a0.w += s0 * v0.w;
+        }
+        a0.x += a1.x + a2.x + a3.x, a0.y += a1.y + a2.y + a3.y;
+        a0.z += a1.z + a2.z + a3.z, a0.w += a1.w + a2.w + a3.w;
+    }
+    part[threadIdx.x] = a0;
+    __syncthreads();
+    if (threadIdx.x < n4) {
+        float4 r = zero;
+        for (int j = 0; j < groups; j++) {
+            float4 b = part[j * n4 + threadIdx.x];
+            r.x += b.x, r.y += b.y, r.z += b.z, r.w += b.w;
+        }
+        float4 *o = (float4 *)(out + ((size_t)(t0 + t) * heads + h) * headDim) + threadIdx.x;
+        *o = make_float4(r.x / sum, r.y / sum, r.z / sum, r.w / sum);
     }
 }

@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "d5b061a814073042d3de2471486cd9c88fbec56beea6eb216edd4f4c968ccf60"
-	KernelsFatbinSHA256 = "3e4961d24b189aa52f2727455e029773e7baf98586a24178f687a593353ff1ce"
+	KernelsSourceSHA256 = "8e6a7fe4fdb8f7121dd1a789895eb022a084879e7d52068106687a75879eca33"
+	KernelsFatbinSHA256 = "28d4380dc97fd1cc40c7eb1ac662d93cb9266d90dc218bd75e96406a3f073344"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )
