@@ -24,20 +24,20 @@ var fatbin string
 func Built() bool { return true }
 
 const (
-	warpRows     = 8        // output rows per block of the matvec kernels (256 threads)
-	attnThreads  = 512      // block of attn_fused (ATTN_THREADS in kernels.cu)
+	warpRows    = 8   // output rows per block of the matvec kernels (256 threads)
+	attnThreads = 512 // block of attn_fused (ATTN_THREADS in kernels.cu)
 	// maxStagedCols bounds the row a fused norm kernel stages in shared memory (4 bytes
 	// each; 32 KiB of the 48 KiB a block gets without opting in); wider rows take the
 	// separate rmsnorm launch.
 	maxStagedCols = 8192
-	scoreLimit   = 32 << 20 // floats of attention scores one launch may use (128 MiB)
-	threads      = 256
-	maxHeadDim   = 256
-	actSiLU      = 0 // the kernels' act argument
-	actGELUTanh  = 1
-	modeStore    = 0
-	modeAdd      = 1
-	pinnedParams = 1 << 16 // bytes of the decode step's pinned parameter block
+	scoreLimit    = 32 << 20 // floats of attention scores one launch may use (128 MiB)
+	threads       = 256
+	maxHeadDim    = 256
+	actSiLU       = 0 // the kernels' act argument
+	actGELUTanh   = 1
+	modeStore     = 0
+	modeAdd       = 1
+	pinnedParams  = 1 << 16 // bytes of the decode step's pinned parameter block
 )
 
 // Engine runs gocore/model's forward pass on one CUDA device. It implements
