@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness import TETHER, prompt_for
 
-UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
 
 
 def find_ncu() -> str | None:
@@ -53,7 +53,10 @@ def parse(log: Path) -> dict[tuple[str, str, str], list[float]]:
     scale = 1.0
     body = table[1:]
     if body and not body[0][0].strip().isdigit():  # the units row
-        scale = UNITS.get(body[0][mi].strip(), 1.0)
+        unit = body[0][mi].strip()
+        if unit not in UNITS:
+            raise RuntimeError(f"unknown unit {unit!r} of gpu__time_duration.sum")
+        scale = UNITS[unit]
         body = body[1:]
     out: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in body:

@@ -7,8 +7,8 @@
 # (libcuda.so.1), a python3 with torch and transformers, and that venv's CUDA 13 cuBLAS
 # (site-packages/nvidia/cu13/lib), which is not bundled (libcublasLt is 540 MB).
 #
-#   bash run.sh [STEP...]     STEP: models test parity bench profile (default: the first
-#                             four, in that order; profile only when named)
+#   bash run.sh [STEP...]     STEP: models test parity bench gobench profile (default: the
+#                             first four, in that order; gobench and profile only when named)
 #
 # Steps (each prints one PASS/FAIL line per check; a step that crashes or runs past its
 # time limit is a FAIL line of its own):
@@ -18,6 +18,9 @@
 #           identity, JSON-schema-constrained outputs
 #   bench   bench_cuda.py: bench-model-cuda, tether vs PyTorch eager and compiled, the HBM
 #           bound, and the acceptance lines
+#   gobench bin/modelcuda.test's benchmarks (BenchmarkPrefill128, BenchmarkDecode: the
+#           engine without sampling) on llama1b-bf16 and smollm-bf16, with Go CPU profiles
+#           of the host side in the scratch folder's logs/; no check
 #   profile profile_kernels.py: a decode step's kernels under Nsight Compute (ncu), largest
 #           first; no check, for the next round of kernel work
 # The whole run is held to TETHER_CUDA_BUDGET_S seconds (default 470: under 8 minutes);
@@ -32,6 +35,7 @@
 #   PYTHON                    the interpreter (default: the first of python3 and
 #                             /opt/torch/.venv/bin/python that imports torch and transformers)
 #   TETHER_CUDA_BIN, TETHER_CUDA_TEST_BIN, TETHER_TOKENIZERS   override the bundle's paths
+#   TETHER_CUDA_PROFILE_NAMES the models the profile step runs (default smollm-bf16,llama1b-bf16)
 #   TETHER_CUDA_SCRATCH       where the models go (default: a new folder under $TMPDIR or
 #                             /tmp, removed at the end unless TETHER_CUDA_KEEP=1)
 set -u
@@ -45,7 +49,7 @@ budget=${TETHER_CUDA_BUDGET_S:-$([ -n "$dry" ] && echo 1200 || echo 470)}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(models test parity bench)
 for s in "${steps[@]}"; do
-  case "$s" in models|test|parity|bench|profile) ;; *) echo "usage: $0 [models|test|parity|bench|profile]..."; exit 2 ;; esac
+  case "$s" in models|test|parity|bench|gobench|profile) ;; *) echo "usage: $0 [models|test|parity|bench|gobench|profile]..."; exit 2 ;; esac
 done
 # No network on the GPU machine: nothing may try the Hugging Face hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
@@ -264,10 +268,31 @@ if has_step bench; then
   fi
 fi
 
+if has_step gobench; then
+  if [ -n "$dry" ] || [ -z "$test_bin" ] || [ ! -x "$test_bin" ]; then echo "== gobench: skipped (no test binary)"
+  elif [ -z "$models_ok" ]; then say "FAIL gobench: not run: no models$tag"
+  else
+    run_gobench() {
+      local m
+      for m in llama1b-bf16 smollm-bf16; do
+        for b in Prefill128 Decode; do
+          echo "-- $m $b"
+          (cd "$logs" && TETHER_CUDA_BENCH_MODEL="$models/$m" "$test_bin" -test.run '^$' -test.bench "^Benchmark$b\$" \
+            -test.benchtime 2s -test.benchmem -test.cpuprofile "$logs/gobench-$m-$b.pprof" 2>&1 | grep -E '^(Benchmark|ok|FAIL|PASS|---|\s+\S+_test.go)')
+        done
+      done
+      return 0
+    }
+    export -f run_gobench
+    export test_bin logs models
+    run_step gobench 120 bash -c run_gobench
+  fi
+fi
+
 if has_step profile; then
   if [ -n "$dry" ]; then echo "== profile: skipped (dry run: no GPU, no ncu)"
   elif [ -z "$models_ok" ]; then say "FAIL profile: not run: no models$tag"
-  else run_step profile 200 "$py" "$here/profile_kernels.py" "$models"
+  else run_step profile 200 "$py" "$here/profile_kernels.py" "$models" --names "${TETHER_CUDA_PROFILE_NAMES:-smollm-bf16,llama1b-bf16}"
   fi
 fi
 

@@ -22,7 +22,7 @@ import (
 	"github.com/tetherlm/tether/tests_go/internal/tinymodel"
 )
 
-func newGPU(t *testing.T, opts cuda.Options) *cuda.Engine {
+func newGPU(t testing.TB, opts cuda.Options) *cuda.Engine {
 	t.Helper()
 	e, err := cuda.New(opts)
 	require.NoError(t, err)
@@ -241,18 +241,22 @@ func TestRoPEAndAttentionMatchCPU(t *testing.T) {
 // fused rope_store and attn_fused kernels) against the CPU engine's RoPE, RoPE and
 // Attention, for head sizes 64 to 256, partial rotary, windows, grouped heads, and
 // positions past the cache's first capacity (256); q and k must come back rotated too.
+// The last case's cache holds more positions than attn_fused keeps in shared memory
+// (8192), so its scores go through the global buffer.
 func TestFusedAttentionMatchesCPU(t *testing.T) {
 	r := newRig(t)
 	rnd := rand.New(rand.NewPCG(5, 11))
 	for _, tc := range []struct {
 		hd, rotary, heads, kvHeads int
 		opt                        model.AttentionOptions
+		prefill, steps             int
 	}{
-		{64, 64, 4, 2, model.AttentionOptions{}},
-		{80, 40, 6, 2, model.AttentionOptions{Window: 5}},
-		{128, 128, 4, 4, model.AttentionOptions{Scale: 0.2, Window: 300}},
-		{256, 256, 8, 1, model.AttentionOptions{Scale: 0.0625, Window: 7}},
-		{32, 16, 2, 1, model.AttentionOptions{Window: 1}},
+		{64, 64, 4, 2, model.AttentionOptions{}, 9, 299},
+		{80, 40, 6, 2, model.AttentionOptions{Window: 5}, 9, 299},
+		{128, 128, 4, 4, model.AttentionOptions{Scale: 0.2, Window: 300}, 9, 299},
+		{256, 256, 8, 1, model.AttentionOptions{Scale: 0.0625, Window: 7}, 9, 299},
+		{32, 16, 2, 1, model.AttentionOptions{Window: 1}, 9, 299},
+		{32, 32, 2, 1, model.AttentionOptions{}, 8300, 4},
 	} {
 		hd, heads, kvHeads := tc.hd, tc.heads, tc.kvHeads
 		kvc, err := r.cpu.NewKV(1, kvHeads, hd, 0)
@@ -269,10 +273,10 @@ func TestFusedAttentionMatchesCPU(t *testing.T) {
 			return cos, sin
 		}
 		pos := 0
-		for step := 0; step < 300; step++ {
+		for step := 0; step <= tc.steps; step++ {
 			n := 1
 			if step == 0 {
-				n = 9 // a prefill first: the separate operations
+				n = tc.prefill // a prefill first: the separate operations
 			}
 			q := r.act(n, heads*hd, randVals(rnd, n*heads*hd, 1))
 			k := r.act(n, kvHeads*hd, randVals(rnd, n*kvHeads*hd, 1))
@@ -292,8 +296,32 @@ func TestFusedAttentionMatchesCPU(t *testing.T) {
 			r.check(what+": attention", out, 1e-5)
 			pos += n
 		}
-		require.Equal(t, 308, pos)
-		require.GreaterOrEqual(t, kvg.Cap(), 308)
+		require.Equal(t, tc.prefill+tc.steps, pos)
+		require.GreaterOrEqual(t, kvg.Cap(), pos)
+	}
+}
+
+// TestSplitProductsMatchCPU: single-row products of few rows and wide columns, which
+// the engine splits across several warps a row (matvec_split: 2, 4 or 8 parts), stored
+// and added to a residual stream, f32 and bf16, vector and scalar column counts.
+func TestSplitProductsMatchCPU(t *testing.T) {
+	r := newRig(t)
+	rnd := rand.New(rand.NewPCG(8, 1))
+	for _, bf16 := range []bool{false, true} {
+		for _, sh := range []struct{ rows, cols int }{{8, 4096}, {37, 1032}, {5, 1030}, {3, 600}, {576, 1536}} {
+			what := fmt.Sprintf("bf16=%v %dx%d", bf16, sh.rows, sh.cols)
+			x := r.act(1, sh.cols, randVals(rnd, sh.cols, 1))
+			w := r.weight("w", sh.rows, sh.cols, randVals(rnd, sh.rows*sh.cols, 0.1), bf16)
+			b := r.weight("b", 1, sh.rows, randVals(rnd, sh.rows, 0.1), false)
+			y := r.act(1, sh.rows, nil)
+			require.NoError(t, r.cpu.MatVec(y.h, x.h, w.h))
+			require.NoError(t, r.gpu.MatVec(y.d, x.d, w.d))
+			r.check(what+" matvec", y, 1e-5)
+			stream := r.act(1, sh.rows, randVals(rnd, sh.rows, 1))
+			require.NoError(t, r.cpu.Residual(stream.h, x.h, model.Linear{W: w.h, B: b.h}))
+			require.NoError(t, r.gpu.Residual(stream.d, x.d, model.Linear{W: w.d, B: b.d}))
+			r.check(what+" residual", stream, 1e-5)
+		}
 	}
 }
 

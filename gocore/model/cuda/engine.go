@@ -30,14 +30,22 @@ const (
 	// each; 32 KiB of the 48 KiB a block gets without opting in); wider rows take the
 	// separate rmsnorm launch.
 	maxStagedCols = 8192
-	scoreLimit    = 32 << 20 // floats of attention scores one launch may use (128 MiB)
-	threads       = 256
-	maxHeadDim    = 256
-	actSiLU       = 0 // the kernels' act argument
-	actGELUTanh   = 1
-	modeStore     = 0
-	modeAdd       = 1
-	pinnedParams  = 1 << 16 // bytes of the decode step's pinned parameter block
+	// maxSharedScores bounds the cache positions whose scores attn_fused keeps in shared
+	// memory (4 bytes each, beside its 8 KiB of partial sums); longer caches use the
+	// global scores buffer.
+	maxSharedScores = 8192
+	// busyWarps is about as many warps as the GPUs this engine targets keep resident
+	// (132 SMs × 64 on an H100/H200): a single-row product of fewer rows gives each row
+	// several warps (matvec_split).
+	busyWarps    = 8192
+	scoreLimit   = 32 << 20 // floats of attention scores one launch may use (128 MiB)
+	threads      = 256
+	maxHeadDim   = 256
+	actSiLU      = 0 // the kernels' act argument
+	actGELUTanh  = 1
+	modeStore    = 0
+	modeAdd      = 1
+	pinnedParams = 1 << 16 // bytes of the decode step's pinned parameter block
 )
 
 // Engine runs gocore/model's forward pass on one CUDA device. It implements
@@ -85,6 +93,8 @@ type kernels struct {
 	// The fused kernels of a decode step: the input norm with the projections that read
 	// it, RoPE with the cache store, and attention in one block per head.
 	normMatvec3BF16, normMatvec3F32, normGluBF16, normGluF32, ropeStore, attnFused cu.Function
+	// Single-row products of few rows: several warps a row.
+	matvecSplitBF16, matvecSplitF32 cu.Function
 }
 
 type devBuf struct {
@@ -202,6 +212,7 @@ func New(o Options) (eng model.Engine, err error) {
 		{&e.k.normMatvec3BF16, "norm_matvec3_bf16"}, {&e.k.normMatvec3F32, "norm_matvec3_f32"},
 		{&e.k.normGluBF16, "norm_glu_bf16"}, {&e.k.normGluF32, "norm_glu_f32"},
 		{&e.k.ropeStore, "rope_store"}, {&e.k.attnFused, "attn_fused"},
+		{&e.k.matvecSplitBF16, "matvec_split_bf16"}, {&e.k.matvecSplitF32, "matvec_split_f32"},
 	}
 	for _, f := range fns {
 		if *f.f, err = e.mod.Function(f.name); err != nil {
@@ -496,6 +507,14 @@ func blocks(n int64) int { return int((n + threads - 1) / threads) }
 // modeAdd (dst += ...).
 func (e *Engine) product(dst, x cu.DevicePtr, n int, w *weight, bias cu.DevicePtr, mode int) error {
 	if n == 1 {
+		if parts := splitParts(w.rows, w.cols); parts > 1 {
+			f := e.k.matvecSplitF32
+			if w.bf16 {
+				f = e.k.matvecSplitBF16
+			}
+			perBlock := warpRows / parts
+			return e.launch(f, (w.rows+perBlock-1)/perBlock, 1, 1, threads, dst, x, w.ptr, bias, w.rows, w.cols, mode, parts)
+		}
 		f := e.k.matvecF32
 		if w.bf16 {
 			f = e.k.matvecBF16
@@ -525,6 +544,17 @@ func (e *Engine) product(dst, x cu.DevicePtr, n int, w *weight, bias cu.DevicePt
 		return e.launch(e.k.addBias, blocks(total), 1, 1, threads, dst, bias, total, w.rows)
 	}
 	return nil
+}
+
+// splitParts is how many warps a single-row product of rows×cols gives each row: 1,
+// 2, 4 or 8, doubling while the rows leave the GPU short of busyWarps and every warp
+// still gets at least 256 columns (a 16-byte load per lane for bf16).
+func splitParts(rows, cols int) int {
+	parts := 1
+	for parts < warpRows && rows*parts < busyWarps && cols >= 512*parts {
+		parts *= 2
+	}
+	return parts
 }
 
 // out resolves a product's destination: a device activation, or a host tensor (the
@@ -1225,16 +1255,23 @@ func (e *Engine) ropeAttention(out, q, k, v *tensor.Dense, kvh model.KV, layer, 
 	}
 	kv.used = max(kv.used, pos0+1)
 	ppos := kv.capPos
-	scores, err := e.grow("scores", 4*heads*ppos)
-	if err != nil {
-		return true, err
+	var scores cu.DevicePtr
+	shared, inShared := 0, 1
+	if ppos <= maxSharedScores {
+		shared = 4 * ppos
+	} else {
+		inShared = 0
+		var err error
+		if scores, err = e.grow("scores", 4*heads*ppos); err != nil {
+			return true, err
+		}
 	}
 	scale := opt.Scale
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(hd)))
 	}
-	return true, e.launch(e.k.attnFused, heads, 1, 1, attnThreads, op, scores, qp, kv.k[layer], kv.v[layer], posp,
-		0, heads, kv.kvHeads, hd, ppos, scale, opt.Window)
+	return true, e.launchShared(e.k.attnFused, heads, 1, 1, attnThreads, shared, op, scores, qp, kv.k[layer], kv.v[layer], posp,
+		0, heads, kv.kvHeads, hd, ppos, scale, opt.Window, inShared)
 }
 
 // Rows copies embedding rows ids of w into dst, each value multiplied by scale.

@@ -99,15 +99,19 @@ extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w, f
 
 // One warp per output row o: y = Σ_i W[o,i]·x[i] + bias[o] (bias may be null). mode 0
 // stores y, mode 1 adds it to out[o] (the residual stream). Vector loads when cols is a
-// multiple of 8 (every row then starts 16-byte aligned).
-__device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int cols, int lane) {
+// multiple of 8 (every row then starts 16-byte aligned). The _s forms take part part of
+// parts of the row (the warp's share when parts warps split it: every parts-th chunk of
+// 32 vectors), and return that part's sum; parts 1 is the whole row.
+__device__ __forceinline__ float dot_bf16_s(const uint16_t *w, const float *x, int cols, int lane,
+                                            int part, int parts) {
     float acc = 0.0f;
+    int step = 32 * parts;
     if ((cols & 7) == 0) {
         const uint4 *w4 = (const uint4 *)w;
         const float4 *x4 = (const float4 *)x;
         int n8 = cols >> 3;
 #pragma unroll 4
-        for (int j = lane; j < n8; j += 32) {
+        for (int j = lane + 32 * part; j < n8; j += step) {
             uint4 p = __ldg(w4 + j);
             float4 a = x4[2 * j], b = x4[2 * j + 1];
             acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
@@ -116,26 +120,97 @@ __device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int
             acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
         }
     } else {
-        for (int i = lane; i < cols; i += 32) acc += bf16_to_f32(w[i]) * x[i];
+        for (int i = lane + 32 * part; i < cols; i += step) acc += bf16_to_f32(w[i]) * x[i];
     }
     return warp_sum(acc);
 }
 
-__device__ __forceinline__ float dot_f32(const float *w, const float *x, int cols, int lane) {
+__device__ __forceinline__ float dot_f32_s(const float *w, const float *x, int cols, int lane,
+                                           int part, int parts) {
     float acc = 0.0f;
+    int step = 32 * parts;
     if ((cols & 3) == 0) {
         const float4 *w4 = (const float4 *)w;
         const float4 *x4 = (const float4 *)x;
         int n4 = cols >> 2;
 #pragma unroll 4
-        for (int j = lane; j < n4; j += 32) {
+        for (int j = lane + 32 * part; j < n4; j += step) {
             float4 p = __ldg(w4 + j), a = x4[j];
             acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
         }
     } else {
-        for (int i = lane; i < cols; i += 32) acc += w[i] * x[i];
+        for (int i = lane + 32 * part; i < cols; i += step) acc += w[i] * x[i];
     }
     return warp_sum(acc);
+}
+
+__device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int cols, int lane) {
+    return dot_bf16_s(w, x, cols, lane, 0, 1);
+}
+
+// dot2_*: dot of x with two rows at once (the gate and up rows of a gated MLP), both
+// rows' loads in flight together; each sum is accumulated in the order dot_* uses.
+__device__ __forceinline__ float2 dot2_bf16(const uint16_t *wa, const uint16_t *wb, const float *x,
+                                            int cols, int lane) {
+    float acc = 0.0f, bcc = 0.0f;
+    if ((cols & 7) == 0) {
+        const uint4 *a4 = (const uint4 *)wa, *b4 = (const uint4 *)wb;
+        const float4 *x4 = (const float4 *)x;
+        int n8 = cols >> 3;
+#pragma unroll 4
+        for (int j = lane; j < n8; j += 32) {
+            uint4 p = __ldg(a4 + j), q = __ldg(b4 + j);
+            float4 a = x4[2 * j], b = x4[2 * j + 1];
+            acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
+            acc += __uint_as_float(p.y << 16) * a.z + __uint_as_float(p.y & 0xffff0000u) * a.w;
+            acc += __uint_as_float(p.z << 16) * b.x + __uint_as_float(p.z & 0xffff0000u) * b.y;
+            acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
+            bcc += __uint_as_float(q.x << 16) * a.x + __uint_as_float(q.x & 0xffff0000u) * a.y;
+            bcc += __uint_as_float(q.y << 16) * a.z + __uint_as_float(q.y & 0xffff0000u) * a.w;
+            bcc += __uint_as_float(q.z << 16) * b.x + __uint_as_float(q.z & 0xffff0000u) * b.y;
+            bcc += __uint_as_float(q.w << 16) * b.z + __uint_as_float(q.w & 0xffff0000u) * b.w;
+        }
+    } else {
+        for (int i = lane; i < cols; i += 32) {
+            acc += bf16_to_f32(wa[i]) * x[i];
+            bcc += bf16_to_f32(wb[i]) * x[i];
+        }
+    }
+    return make_float2(warp_sum(acc), warp_sum(bcc));
+}
+
+__device__ __forceinline__ float2 dot2_f32(const float *wa, const float *wb, const float *x, int cols,
+                                           int lane) {
+    float acc = 0.0f, bcc = 0.0f;
+    if ((cols & 3) == 0) {
+        const float4 *a4 = (const float4 *)wa, *b4 = (const float4 *)wb;
+        const float4 *x4 = (const float4 *)x;
+        int n4 = cols >> 2;
+#pragma unroll 4
+        for (int j = lane; j < n4; j += 32) {
+            float4 p = __ldg(a4 + j), q = __ldg(b4 + j), a = x4[j];
+            acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
+            bcc += q.x * a.x + q.y * a.y + q.z * a.z + q.w * a.w;
+        }
+    } else {
+        for (int i = lane; i < cols; i += 32) {
+            acc += wa[i] * x[i];
+            bcc += wb[i] * x[i];
+        }
+    }
+    return make_float2(warp_sum(acc), warp_sum(bcc));
+}
+
+__device__ __forceinline__ float dot_f32(const float *w, const float *x, int cols, int lane) {
+    return dot_f32_s(w, x, cols, lane, 0, 1);
+}
+
+// prefetch_row asks L2 for a row of bytes bytes, a 128-byte line per lane and round, so
+// that a kernel's first loads of it do not wait on memory after its prologue.
+__device__ __forceinline__ void prefetch_row(const void *p, size_t bytes, int lane) {
+    const char *c = (const char *)p;
+    for (size_t off = (size_t)lane * 128; off < bytes; off += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
 __device__ __forceinline__ void store(float *out, int o, float y, const float *bias, int mode) {
@@ -161,6 +236,28 @@ extern "C" __global__ void matvec_f32(float *out, const float *x, const float *w
     float y = dot_f32(w + (size_t)o * cols, x, cols, lane);
     if (lane == 0) store(out, o, y, bias, mode);
 }
+
+// matvec_split: matvec with parts warps per output row (parts 2, 4 or 8; blockDim 256, so
+// 8/parts rows a block), for products of few rows, whose one-warp-per-row grid would leave
+// most of the GPU idle: each warp sums its part, the row's first warp adds the parts in
+// shared memory and stores.
+#define MATVEC_SPLIT(NAME, T, DOTS)                                                             \
+    extern "C" __global__ void NAME(float *out, const float *x, const T *w, const float *bias, \
+                                    int rows, int cols, int mode, int parts) {                 \
+        __shared__ float part_sum[32];                                                          \
+        int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;                                  \
+        int o = blockIdx.x * ((blockDim.x >> 5) / parts) + warp / parts, part = warp % parts; \
+        float y = 0.0f;                                                                        \
+        if (o < rows) y = DOTS(w + (size_t)o * cols, x, cols, lane, part, parts);             \
+        if (lane == 0) part_sum[warp] = y;                                                     \
+        __syncthreads();                                                                       \
+        if (o < rows && part == 0 && lane == 0) {                                              \
+            for (int i = 1; i < parts; i++) y += part_sum[warp + i];                           \
+            store(out, o, y, bias, mode);                                                      \
+        }                                                                                      \
+    }
+MATVEC_SPLIT(matvec_split_bf16, uint16_t, dot_bf16_s)
+MATVEC_SPLIT(matvec_split_f32, float, dot_f32_s)
 
 // Up to three projections of the same input in one launch (attention's q, k and v):
 // global row o runs over r0 rows of w0, then r1 of w1, then r2 of w2 (r1, r2 may be 0).
@@ -197,8 +294,8 @@ extern "C" __global__ void matvec_glu_bf16(float *out, const float *x, const uin
     int lane = threadIdx.x & 31;
     int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (o >= rows) return;
-    float g = dot_bf16(wg + (size_t)o * cols, x, cols, lane);
-    float u = dot_bf16(wu + (size_t)o * cols, x, cols, lane);
+    float2 gu = dot2_bf16(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);
+    float g = gu.x, u = gu.y;
     if (lane == 0) {
         if (bg) g += bg[o];
         if (bu) u += bu[o];
@@ -212,8 +309,8 @@ extern "C" __global__ void matvec_glu_f32(float *out, const float *x, const floa
     int lane = threadIdx.x & 31;
     int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (o >= rows) return;
-    float g = dot_f32(wg + (size_t)o * cols, x, cols, lane);
-    float u = dot_f32(wu + (size_t)o * cols, x, cols, lane);
+    float2 gu = dot2_f32(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);
+    float g = gu.x, u = gu.y;
     if (lane == 0) {
         if (bg) g += bg[o];
         if (bu) u += bu[o];
@@ -375,7 +472,8 @@ __device__ void norm_stage(float *xs, const float *x, const float *w, float eps,
 
 // norm_matvec3: MATVEC3 of RMSNorm(x) (norm weight nw), the normalized row staged in
 // dynamic shared memory (4·cols bytes): attention's input norm and its q, k and v
-// projections in one launch.
+// projections in one launch. Each warp asks L2 for its weight row before the norm, so
+// the row's loads overlap the prologue.
 #define NORM_MATVEC3(NAME, T, DOT)                                                              \
     extern "C" __global__ void NAME(const float *x, const float *nw, float eps, int cols,      \
                                     float *o0, const T *w0, const float *b0, int r0, float *o1, \
@@ -384,49 +482,53 @@ __device__ void norm_stage(float *xs, const float *x, const float *w, float eps,
         extern __shared__ float4 xs4[];                                                        \
         __shared__ float sh[32];                                                               \
         float *xs = (float *)xs4;                                                              \
-        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         int lane = threadIdx.x & 31;                                                           \
         int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
-        float *out;                                                                            \
-        const T *w;                                                                            \
-        const float *b;                                                                        \
+        float *out = 0;                                                                        \
+        const T *w = 0;                                                                        \
+        const float *b = 0;                                                                    \
         if (o < r0) {                                                                          \
             out = o0, w = w0, b = b0;                                                          \
         } else if ((o -= r0) < r1) {                                                           \
             out = o1, w = w1, b = b1;                                                          \
         } else if ((o -= r1) < r2) {                                                           \
             out = o2, w = w2, b = b2;                                                          \
-        } else {                                                                               \
-            return;                                                                            \
         }                                                                                      \
+        if (w) prefetch_row(w + (size_t)o * cols, sizeof(T) * (size_t)cols, lane);             \
+        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
+        if (!w) return;                                                                        \
         float y = DOT(w + (size_t)o * cols, xs, cols, lane);                                   \
         if (lane == 0) store(out, o, y, b, 0);                                                 \
     }
 NORM_MATVEC3(norm_matvec3_bf16, uint16_t, dot_bf16)
 NORM_MATVEC3(norm_matvec3_f32, float, dot_f32)
 
-// norm_glu: matvec_glu of RMSNorm(x), staged as in norm_matvec3.
-#define NORM_GLU(NAME, T, DOT)                                                                  \
+// norm_glu: matvec_glu of RMSNorm(x), staged and prefetched as in norm_matvec3.
+#define NORM_GLU(NAME, T, DOT2)                                                                  \
     extern "C" __global__ void NAME(float *out, const float *x, const float *nw, float eps,    \
                                     const T *wg, const T *wu, const float *bg,                 \
                                     const float *bu, int rows, int cols, int act) {            \
         extern __shared__ float4 xs4[];                                                        \
         __shared__ float sh[32];                                                               \
         float *xs = (float *)xs4;                                                              \
-        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         int lane = threadIdx.x & 31;                                                           \
         int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        if (o < rows) {                                                                        \
+            prefetch_row(wg + (size_t)o * cols, sizeof(T) * (size_t)cols, lane);               \
+            prefetch_row(wu + (size_t)o * cols, sizeof(T) * (size_t)cols, lane);               \
+        }                                                                                      \
+        norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         if (o >= rows) return;                                                                 \
-        float g = DOT(wg + (size_t)o * cols, xs, cols, lane);                                  \
-        float u = DOT(wu + (size_t)o * cols, xs, cols, lane);                                  \
+        float2 gu = DOT2(wg + (size_t)o * cols, wu + (size_t)o * cols, xs, cols, lane);       \
+        float g = gu.x, u = gu.y;                                                              \
         if (lane == 0) {                                                                       \
             if (bg) g += bg[o];                                                                \
             if (bu) u += bu[o];                                                                \
             out[o] = act_mul(act, g, u);                                                       \
         }                                                                                      \
     }
-NORM_GLU(norm_glu_bf16, uint16_t, dot_bf16)
-NORM_GLU(norm_glu_f32, float, dot_f32)
+NORM_GLU(norm_glu_bf16, uint16_t, dot2_bf16)
+NORM_GLU(norm_glu_f32, float, dot2_f32)
 
 // rope_store: rope on q (n rows of qCols) and k (n rows of kvCols) in place, with the
 // arithmetic of rope above, then k and v written into the layer's cache at positions
@@ -473,16 +575,23 @@ extern "C" __global__ void rope_store(float *q, float *k, const float *v, float 
 
 // attn_fused: attention of one row t0+t (blockIdx.y = t) and head h (blockIdx.x) over the
 // cache, scores, softmax and weighted values in one block of ATTN_THREADS threads:
-// scores[t, h, p] as attn_scores (a warp per position, lanes over float4s of the head,
-// eight positions in flight per warp), the softmax as attn_av, then the values with
-// headDim/4 threads per position (float4s), blockDim/(headDim/4) positions at a time,
-// four in flight, summed across position groups in shared memory. headDim % 4 == 0,
-// headDim <= 256.
+//   - each thread first loads the first four values it will weight (they do not depend
+//     on the scores, so their latency overlaps the rest);
+//   - scores as attn_scores (a warp per position, lanes over float4s of the head, eight
+//     positions in flight per warp), into dynamic shared memory when sharedScores (the
+//     host gives 4·ppos bytes) or else into the global scores row, the running maximum
+//     kept on the way;
+//   - the softmax as attn_av;
+//   - the values with headDim/4 threads per position (float4s), blockDim/(headDim/4)
+//     positions at a time, four in flight, summed across position groups in shared
+//     memory.
+// headDim % 4 == 0, headDim <= 256.
 #define ATTN_THREADS 512
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
 attn_fused(float *out, float *scores, const float *q, const float *kc, const float *vc,
            const int *pos0, int t0, int heads, int kvHeads, int headDim, int ppos, float scale,
-           int window) {
+           int window, int sharedScores) {
+    extern __shared__ float4 dyn4[];
     __shared__ float sh[32];
     __shared__ float4 part[ATTN_THREADS];
     int h = blockIdx.x, t = blockIdx.y;
@@ -492,13 +601,26 @@ attn_fused(float *out, float *scores, const float *q, const float *kc, const flo
     int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
     int kvh = h / (heads / kvHeads);
     int n4 = headDim >> 2;  // float4s per head, <= 64
-    const float4 *qr = (const float4 *)(q + ((size_t)(t0 + t) * heads + h) * headDim);
     float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    size_t kvRow = (size_t)kvHeads * headDim;
+    float *s = sharedScores ? (float *)dyn4 : scores + ((size_t)t * heads + h) * ppos;
+
+    int groups = blockDim.x / n4;
+    int g = threadIdx.x / n4, c = threadIdx.x % n4;
+    const float4 *vb = (const float4 *)(vc + (size_t)kvh * headDim) + c;
+    size_t row4 = kvRow >> 2;
+    float4 pv[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        int p = first + g + u * groups;
+        pv[u] = g < groups && p <= last ? vb[(size_t)p * row4] : zero;
+    }
+
+    const float4 *qr = (const float4 *)(q + ((size_t)(t0 + t) * heads + h) * headDim);
     float4 qa = lane < n4 ? qr[lane] : zero;
     float4 qb = lane + 32 < n4 ? qr[lane + 32] : zero;
-    float *s = scores + ((size_t)t * heads + h) * ppos;
-    size_t kvRow = (size_t)kvHeads * headDim;
     const float *kbase = kc + (size_t)kvh * headDim;
+    float m = -INFINITY;
     for (int p0 = first + warp; p0 <= last; p0 += 8 * nwarps) {
         float acc[8];
 #pragma unroll
@@ -520,46 +642,51 @@ attn_fused(float *out, float *scores, const float *q, const float *kc, const flo
 #pragma unroll
         for (int u = 0; u < 8; u++) {
             int p = p0 + u * nwarps;
-            float a = warp_sum(acc[u]);
-            if (lane == 0 && p <= last) s[p] = a * scale;
+            float a = warp_sum(acc[u]) * scale;
+            if (p <= last) {
+                m = fmaxf(m, a);
+                if (lane == 0) s[p] = a;
+            }
         }
     }
-    __syncthreads();
-    float m = -INFINITY;
-    for (int p = first + threadIdx.x; p <= last; p += blockDim.x) m = fmaxf(m, s[p]);
-    m = block_max(m, sh);
+    m = block_max(m, sh);  // its barriers also publish the s[p] writes
     float sum = 0.0f;
     for (int p = first + threadIdx.x; p <= last; p += blockDim.x) {
         float e = expf(s[p] - m);
         s[p] = e;
         sum += e;
     }
-    sum = block_sum(sum, sh);  // its barriers also publish the s[p] writes
-    int groups = blockDim.x / n4;
-    int g = threadIdx.x / n4, c = threadIdx.x % n4;
-    float4 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+    sum = block_sum(sum, sh);  // likewise
+
+    float4 a[4] = {zero, zero, zero, zero};
     if (g < groups) {
-        const float4 *vb = (const float4 *)(vc + (size_t)kvh * headDim) + c;
-        size_t row4 = kvRow >> 2;
         int p = first + g;
-        for (; p + 3 * groups <= last; p += 4 * groups) {
-            float4 v0 = vb[(size_t)p * row4], v1 = vb[(size_t)(p + groups) * row4];
-            float4 v2 = vb[(size_t)(p + 2 * groups) * row4], v3 = vb[(size_t)(p + 3 * groups) * row4];
-            float s0 = s[p], s1 = s[p + groups], s2 = s[p + 2 * groups], s3 = s[p + 3 * groups];
-            a0.x += s0 * v0.x, a0.y += s0 * v0.y, a0.z += s0 * v0.z, a0.w += s0 * v0.w;
-            a1.x += s1 * v1.x, a1.y += s1 * v1.y, a1.z += s1 * v1.z, a1.w += s1 * v1.w;
-            a2.x += s2 * v2.x, a2.y += s2 * v2.y, a2.z += s2 * v2.z, a2.w += s2 * v2.w;
-            a3.x += s3 * v3.x, a3.y += s3 * v3.y, a3.z += s3 * v3.z, a3.w += s3 * v3.w;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int pu = p + u * groups;
+            if (pu <= last) {
+                float su = s[pu];
+                a[u].x += su * pv[u].x, a[u].y += su * pv[u].y;
+                a[u].z += su * pv[u].z, a[u].w += su * pv[u].w;
+            }
+        }
+        for (p += 4 * groups; p + 3 * groups <= last; p += 4 * groups) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                float4 v = vb[(size_t)(p + u * groups) * row4];
+                float su = s[p + u * groups];
+                a[u].x += su * v.x, a[u].y += su * v.y, a[u].z += su * v.z, a[u].w += su * v.w;
+            }
         }
         for (; p <= last; p += groups) {
-            float4 v0 = vb[(size_t)p * row4];
-            float s0 = s[p];
-            a0.x += s0 * v0.x, a0.y += s0 * v0.y, a0.z += s0 * v0.z, a0.w += s0 * v0.w;
+            float4 v = vb[(size_t)p * row4];
+            float su = s[p];
+            a[0].x += su * v.x, a[0].y += su * v.y, a[0].z += su * v.z, a[0].w += su * v.w;
         }
-        a0.x += a1.x + a2.x + a3.x, a0.y += a1.y + a2.y + a3.y;
-        a0.z += a1.z + a2.z + a3.z, a0.w += a1.w + a2.w + a3.w;
+        a[0].x += a[1].x + a[2].x + a[3].x, a[0].y += a[1].y + a[2].y + a[3].y;
+        a[0].z += a[1].z + a[2].z + a[3].z, a[0].w += a[1].w + a[2].w + a[3].w;
     }
-    part[threadIdx.x] = a0;
+    part[threadIdx.x] = a[0];
     __syncthreads();
     if (threadIdx.x < n4) {
         float4 r = zero;

@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "8e6a7fe4fdb8f7121dd1a789895eb022a084879e7d52068106687a75879eca33"
-	KernelsFatbinSHA256 = "28d4380dc97fd1cc40c7eb1ac662d93cb9266d90dc218bd75e96406a3f073344"
+	KernelsSourceSHA256 = "c4b98ccea540a832053f2dd683712d9cee38e8c83e6498f1260e4540379434b5"
+	KernelsFatbinSHA256 = "788e7a85ce8f6bd70cc0ee7cbf7e9becb978fd7ae4de7fa5c1483b99a582eae0"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )
