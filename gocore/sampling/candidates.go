@@ -49,9 +49,13 @@ func (c *Candidates) SetLogits(logits []float32) error {
 	}
 	d := c.buf[:len(logits)]
 	bad := false
+	inf := float32(math.Inf(1))
 	for i, l := range logits {
-		// NaN and +Inf both fail l < +Inf; checked in bulk so the loop stays branch-light.
-		bad = bad || !(l < float32(math.Inf(1)))
+		// NaN and +Inf both fail l < +Inf; the error is built after the loop, which
+		// stays a copy with a never-taken branch.
+		if !(l < inf) {
+			bad = true
+		}
 		d[i] = Candidate{ID: int32(i), Logit: l}
 	}
 	if bad {
@@ -168,10 +172,12 @@ func (c *Candidates) partialSort(k int) {
 	for i := k/2 - 1; i >= 0; i-- {
 		siftDown(h, i, less)
 	}
+	worst := d[h[0]].Logit // the root's logit, kept in a register for the scan
 	for i := k; i < n; i++ {
-		if d[i].Logit > d[h[0]].Logit {
+		if d[i].Logit > worst {
 			h[0] = int32(i)
 			siftDown(h, 0, less)
+			worst = d[h[0]].Logit
 		}
 	}
 	// Move the winners to the front: each loser sitting at an index < k swaps places
