@@ -59,16 +59,22 @@ func (c *Candidates) SetLogits(logits []float32) error {
 		d[i] = Candidate{ID: int32(i), Logit: l}
 	}
 	if bad {
-		for i, l := range logits {
-			if !(l < float32(math.Inf(1))) {
-				return &ParamError{Param: "logits", Value: l,
-					Reason: "logit of token " + itoa(i) + " is not a number below +Inf"}
-			}
-		}
+		return badLogits(logits)
 	}
 	c.Data = d
 	c.Selected = -1
 	c.Sorted = false
+	return nil
+}
+
+// badLogits is the error for a row holding a NaN or +Inf logit: the first one.
+func badLogits(logits []float32) error {
+	for i, l := range logits {
+		if !(l < float32(math.Inf(1))) {
+			return &ParamError{Param: "logits", Value: l,
+				Reason: "logit of token " + itoa(i) + " is not a number below +Inf"}
+		}
+	}
 	return nil
 }
 

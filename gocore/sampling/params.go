@@ -130,6 +130,54 @@ func (p *Params) Validate() error {
 	return nil
 }
 
+// PicksArgmax reports whether the chain NewChainFromParams builds from p always ends on
+// a candidate of highest logit (greedy decoding), so that a Session may take the argmax
+// without running it: no mirostat and no logit bias; the temperature sampler in the
+// order, with temp <= 0 and no dynamic-temperature range (it then keeps only a maximal
+// logit); and every sampler in the order either keeps the maximum in place (top_k,
+// top_p, min_p up to 1, top_n_sigma) or is off (penalties, DRY, typical, XTC;
+// p_less is never taken for one).
+func (p Params) PicksArgmax() bool {
+	if p.Mirostat != 0 || len(p.LogitBias) > 0 || p.Temp > 0 || p.DynatempRange > 0 {
+		return false
+	}
+	order := p.Samplers
+	if order == nil {
+		order = DefaultOrder
+	}
+	temp := false
+	for _, t := range order {
+		switch t {
+		case SamplerTemperature:
+			temp = true
+		case SamplerTopK, SamplerTopP, SamplerTopNSigma:
+		case SamplerMinP:
+			if p.MinP > 1 {
+				return false
+			}
+		case SamplerPenalties:
+			if p.PenaltyLastN != 0 && (p.PenaltyRepeat != 1 || p.PenaltyFreq != 0 || p.PenaltyPresent != 0) {
+				return false
+			}
+		case SamplerDRY:
+			if p.DryMultiplier != 0 && p.DryBase >= 1 && p.DryPenaltyLastN != 0 {
+				return false
+			}
+		case SamplerTypicalP:
+			if p.TypP < 1 {
+				return false
+			}
+		case SamplerXTC:
+			if p.XTCProbability > 0 && p.XTCThreshold <= 0.5 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return temp
+}
+
 // NewChainFromParams builds llama.cpp's chain (common_sampler_init): logit-bias first,
 // then the samplers in p.Samplers order and dist (or greedy) last; with mirostat 1 or 2,
 // temperature and the mirostat sampler replace everything after logit-bias. It returns

@@ -1,6 +1,11 @@
 package sampling
 
-import "github.com/tetherlm/tether/gocore/tokenmask"
+import (
+	"math"
+	mathbits "math/bits"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
+)
 
 // Grammar is what grammar-aware sampling needs from a grammar matcher
 // (gocore/engine's Matcher satisfies it). Token ids index the logits row.
@@ -31,6 +36,7 @@ type Session struct {
 	chain        *Chain
 	grammar      Grammar
 	grammarFirst bool
+	argmax       bool // the chain always picks a maximal logit: Sample skips it (Params.PicksArgmax)
 	cands        *Candidates
 	mask         tokenmask.Mask
 	stats        SessionStats
@@ -49,13 +55,16 @@ func NewSession(chain *Chain, g Grammar, grammarFirst bool) *Session {
 }
 
 // NewSessionFromParams builds the chain from p (see NewChainFromParams) and a session
-// around it; p.GrammarFirst picks the grammar mode.
+// around it; p.GrammarFirst picks the grammar mode. When p.PicksArgmax, Sample takes
+// the allowed token of highest logit without running the chain (see Sample).
 func NewSessionFromParams(p Params, g Grammar) (*Session, []string, error) {
 	ch, warns, err := NewChainFromParams(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	return NewSession(ch, g, p.GrammarFirst), warns, nil
+	s := NewSession(ch, g, p.GrammarFirst)
+	s.argmax = p.PicksArgmax()
+	return s, warns, nil
 }
 
 // Chain returns the session's chain.
@@ -65,7 +74,8 @@ func (s *Session) Chain() *Chain { return s.chain }
 func (s *Session) GrammarFirst() bool { return s.grammarFirst }
 
 // Candidates returns the candidate array as the last Sample left it (for top-n
-// probabilities and debugging). It is overwritten by the next Sample.
+// probabilities and debugging); after a pick that skipped the chain (PicksArgmax), it
+// holds the chosen token alone, with probability 1. It is overwritten by the next Sample.
 func (s *Session) Candidates() *Candidates { return s.cands }
 
 // Stats returns counters of what Sample did.
@@ -74,7 +84,15 @@ func (s *Session) Stats() SessionStats { return s.stats }
 // Sample picks the next token from a row of logits (one per token id). It does not
 // accept the token: call Accept with the token actually used. logits is read only during
 // the call.
+//
+// A session made by NewSessionFromParams with parameters for which PicksArgmax holds
+// (greedy decoding) does not run the chain: it returns the allowed token of highest
+// logit, the lowest id among equal maxima (the chain, like llama.cpp's, orders ties
+// arbitrarily), with the grammar consulted as the chain would consult it.
 func (s *Session) Sample(logits []float32) (int, error) {
+	if s.argmax {
+		return s.sampleArgmax(logits)
+	}
 	if err := s.cands.SetLogits(logits); err != nil {
 		return -1, err
 	}
@@ -119,9 +137,130 @@ func (s *Session) Sample(logits []float32) (int, error) {
 	return id, nil
 }
 
-// applyGrammar fills the mask and sets the logits of disallowed tokens to -Inf. The array
-// must be fresh from SetLogits (candidate i is token i).
-func (s *Session) applyGrammar(n int) error {
+// sampleArgmax is Sample for a session whose chain always picks a maximal logit.
+func (s *Session) sampleArgmax(logits []float32) (int, error) {
+	if len(logits) == 0 {
+		return -1, ErrEmptyCandidates
+	}
+	var id int
+	var err error
+	if s.grammar != nil && s.grammarFirst {
+		id, err = s.maskedArgmax(logits)
+	} else {
+		if id, err = argmaxLogits(logits); err != nil {
+			return -1, err
+		}
+		if s.grammar != nil {
+			var ok bool
+			if ok, err = s.grammar.IsAllowed(id); err != nil {
+				return -1, err
+			}
+			if !ok {
+				s.stats.Resamples++
+				id, err = s.maskedArgmax(logits)
+			}
+		}
+	}
+	if err != nil {
+		return -1, err
+	}
+	s.stats.Steps++
+	c := s.cands
+	if cap(c.buf) < 1 {
+		c.buf = make([]Candidate, 1)
+	}
+	c.Data = c.buf[:1]
+	c.Data[0] = Candidate{ID: int32(id), Logit: logits[id], P: 1}
+	c.Selected, c.Sorted = 0, true
+	return id, nil
+}
+
+// argmaxLogits returns the lowest index of the highest logit, or SetLogits's error
+// for a NaN or +Inf logit. Four stripes keep their own running maximum, so the scan is
+// not one chain of dependent compares; each keeps its first maximum, and the stripes
+// are merged by value, then by index.
+func argmaxLogits(logits []float32) (int, error) {
+	inf := float32(math.Inf(1))
+	var bestL [4]float32
+	var best [4]int
+	for k := range bestL {
+		bestL[k], best[k] = float32(math.Inf(-1)), -1
+	}
+	bad := false
+	n := len(logits)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		l := logits[i : i+4 : i+4]
+		if !(l[0] < inf && l[1] < inf && l[2] < inf && l[3] < inf) {
+			bad = true
+		}
+		if l[0] > bestL[0] || best[0] < 0 {
+			bestL[0], best[0] = l[0], i
+		}
+		if l[1] > bestL[1] || best[1] < 0 {
+			bestL[1], best[1] = l[1], i+1
+		}
+		if l[2] > bestL[2] || best[2] < 0 {
+			bestL[2], best[2] = l[2], i+2
+		}
+		if l[3] > bestL[3] || best[3] < 0 {
+			bestL[3], best[3] = l[3], i+3
+		}
+	}
+	for ; i < n; i++ {
+		l := logits[i]
+		if !(l < inf) {
+			bad = true
+		}
+		if k := i & 3; l > bestL[k] || best[k] < 0 {
+			bestL[k], best[k] = l, i
+		}
+	}
+	if bad {
+		return -1, badLogits(logits)
+	}
+	id := -1
+	for k := range best {
+		if best[k] >= 0 && (id < 0 || bestL[k] > logits[id] || (bestL[k] == logits[id] && best[k] < id)) {
+			id = best[k]
+		}
+	}
+	return id, nil
+}
+
+// maskedArgmax fills the grammar's mask and returns the lowest id of highest logit
+// among the allowed tokens (ErrGrammarRejectsAll when there is none). Every logit is
+// checked, as SetLogits checks them.
+func (s *Session) maskedArgmax(logits []float32) (int, error) {
+	if _, err := argmaxLogits(logits); err != nil {
+		return -1, err
+	}
+	m, err := s.fillMask(len(logits))
+	if err != nil {
+		return -1, err
+	}
+	best := -1
+	var bestL float32
+	for w, bits := range m {
+		for bits != 0 {
+			i := w*32 + mathbits.TrailingZeros32(bits)
+			bits &= bits - 1
+			if i >= len(logits) {
+				break
+			}
+			if l := logits[i]; best < 0 || l > bestL {
+				best, bestL = i, l
+			}
+		}
+	}
+	if best < 0 {
+		return -1, ErrGrammarRejectsAll
+	}
+	return best, nil
+}
+
+// fillMask computes the grammar's mask for a row of n logits into s.mask.
+func (s *Session) fillMask(n int) (tokenmask.Mask, error) {
 	words := tokenmask.Words(n)
 	if cap(s.mask) < words {
 		s.mask = make(tokenmask.Mask, words)
@@ -129,9 +268,19 @@ func (s *Session) applyGrammar(n int) error {
 	m := s.mask[:words]
 	clear(m)
 	if err := s.grammar.FillMask(m); err != nil {
-		return err
+		return nil, err
 	}
 	s.stats.Masks++
+	return m, nil
+}
+
+// applyGrammar fills the mask and sets the logits of disallowed tokens to -Inf. The array
+// must be fresh from SetLogits (candidate i is token i).
+func (s *Session) applyGrammar(n int) error {
+	m, err := s.fillMask(n)
+	if err != nil {
+		return err
+	}
 	d := s.cands.Data
 	any := false
 	for w, bits := range m {
