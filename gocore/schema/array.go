@@ -31,7 +31,7 @@ func (c *conv) arrayExpr(o *object, ptr, hint string) (string, error) {
 		c.noteNarrowed("maxItems", ptr, fmt.Sprintf("maxItems %d is above %d, the most items a grammar here counts: longer arrays are refused", maxI, maxItemsWritten))
 		maxI = maxItemsWritten
 	}
-	if o.vals["uniqueItems"] == true && (maxI < 0 || maxI > 1) {
+	if o.val("uniqueItems") == true && (maxI < 0 || maxI > 1) {
 		if !o.has("contains") {
 			x, ok, err := c.arrayUniqueExpr(o, ptr, hint, minI, maxI)
 			if err != nil || ok {

@@ -348,7 +348,7 @@ func (c *conv) possibleTypes(o *object) map[string]bool {
 		if ts == nil {
 			return map[string]bool{"object": true, "array": true, "string": true, "integer": true, "fraction": true, "boolean": true, "null": true}
 		}
-		if o.vals["nullable"] == true {
+		if o.val("nullable") == true {
 			ts = append(append([]string(nil), ts...), "null")
 		}
 	}

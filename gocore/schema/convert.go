@@ -476,7 +476,7 @@ func (c *conv) flatten(o *object, ptr string, depth int) (*object, error) {
 	if later != nil {
 		res = res.clone()
 		for _, k := range later.keys {
-			res.set(k, later.vals[k])
+			res.set(k, later.val(k))
 		}
 	}
 	return res, err
@@ -524,11 +524,11 @@ func (c *conv) deferUnevaluated(o *object) (rest, later *object) {
 					itemsAll = true
 				}
 			case "items":
-				if _, tuple := x.vals[k].([]any); !tuple {
+				if _, tuple := x.val(k).([]any); !tuple {
 					itemsAll = true
 				}
 			case "allOf":
-				list, ok := x.vals[k].([]any)
+				list, ok := x.val(k).([]any)
 				if !ok {
 					return false
 				}
@@ -662,7 +662,7 @@ func (c *conv) merge(a, b *object, ptr string) (*object, error) {
 		}
 	}
 	for _, k := range b.keys {
-		bv := b.vals[k]
+		bv := b.val(k)
 		av, ok := out.get(k)
 		switch k {
 		case "properties", "patternProperties", "additionalProperties":
@@ -886,7 +886,7 @@ func (c *conv) unnamedSchema(o *object, name, ptr string) (any, error) {
 			}
 			if re.MatchString(name) {
 				matched = true
-				s = allOfSchema(s, ppo.vals[p])
+				s = allOfSchema(s, ppo.val(p))
 			}
 		}
 		if matched {
@@ -1066,7 +1066,7 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			var alts []any
 			for _, k := range keys {
 				one := newObject()
-				one.set(k, x.vals[k])
+				one.set(k, x.val(k))
 				rw, ok := c.rewriteNot(one, depth+1)
 				if !ok {
 					return nil, false
@@ -1084,7 +1084,7 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			return o, true
 		}
 		k := keys[0]
-		v := x.vals[k]
+		v := x.val(k)
 		typed := func(t, kw string, val any) (any, bool) {
 			o := newObject()
 			o.set("type", t)
@@ -1231,7 +1231,7 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			}
 			var alts []any
 			for _, p := range props.keys {
-				neg, ok := c.rewriteNot(props.vals[p], depth+1)
+				neg, ok := c.rewriteNot(props.val(p), depth+1)
 				if !ok {
 					return nil, false
 				}
@@ -1290,7 +1290,7 @@ func (c *conv) rewriteNot(x any, depth int) (any, bool) {
 			o := newObject()
 			o.set("type", "object")
 			if len(alts) == 1 {
-				o.set("properties", alts[0].(*object).vals["properties"])
+				o.set("properties", alts[0].(*object).val("properties"))
 			} else {
 				o.set("anyOf", alts)
 			}
@@ -1329,7 +1329,7 @@ func dependencyGroups(o *object, kw string, dv any) ([]*object, bool) {
 	if !ok {
 		return nil, false
 	}
-	onlyObjects := o.vals["type"] == "object"
+	onlyObjects := o.val("type") == "object"
 	var out []*object
 	for _, prop := range deps.keys {
 		absentProps := newObject()
@@ -1337,7 +1337,7 @@ func dependencyGroups(o *object, kw string, dv any) ([]*object, bool) {
 		absent := newObject()
 		absent.set("properties", absentProps)
 		var present *object
-		switch v := deps.vals[prop].(type) {
+		switch v := deps.val(prop).(type) {
 		case []any:
 			if kw == "dependentSchemas" {
 				return nil, false

@@ -12,20 +12,49 @@ import (
 )
 
 // object is a JSON object that remembers the order of its keys: property order
-// matters to the grammar.
+// matters to the grammar. vals[i] is the value of keys[i]. Most schema objects hold a
+// few keys, found by a scan; past smallObject keys, idx maps each key to its index.
 type object struct {
 	keys []string
-	vals map[string]any
+	vals []any
+	idx  map[string]int
 }
 
-func newObject() *object { return &object{vals: map[string]any{}} }
+// smallObject is the most keys an object looks up by scanning.
+const smallObject = 8
+
+func newObject() *object { return &object{} }
+
+// find returns the index of key k, or -1.
+func (o *object) find(k string) int {
+	if o.idx != nil {
+		if i, ok := o.idx[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, x := range o.keys {
+		if x == k {
+			return i
+		}
+	}
+	return -1
+}
 
 func (o *object) get(k string) (any, bool) {
 	if o == nil {
 		return nil, false
 	}
-	v, ok := o.vals[k]
-	return v, ok
+	if i := o.find(k); i >= 0 {
+		return o.vals[i], true
+	}
+	return nil, false
+}
+
+// val is the value of key k, nil when o has no such key (or o is nil).
+func (o *object) val(k string) any {
+	v, _ := o.get(k)
+	return v
 }
 
 // names are the keys of o (nil for a nil object).
@@ -38,30 +67,45 @@ func (o *object) names() []string {
 
 func (o *object) has(k string) bool { _, ok := o.get(k); return ok }
 
+// set gives key k the value v: in place when k is there, else appended.
 func (o *object) set(k string, v any) {
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
+	if i := o.find(k); i >= 0 {
+		o.vals[i] = v
+		return
 	}
-	o.vals[k] = v
+	o.keys = append(o.keys, k)
+	o.vals = append(o.vals, v)
+	if o.idx != nil {
+		o.idx[k] = len(o.keys) - 1
+	} else if len(o.keys) > smallObject {
+		o.index()
+	}
+}
+
+// index builds idx from keys.
+func (o *object) index() {
+	o.idx = make(map[string]int, len(o.keys))
+	for i, k := range o.keys {
+		o.idx[k] = i
+	}
 }
 
 func (o *object) del(k string) {
-	if _, ok := o.vals[k]; !ok {
+	i := o.find(k)
+	if i < 0 {
 		return
 	}
-	delete(o.vals, k)
-	for i, x := range o.keys {
-		if x == k {
-			o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
-			break
-		}
+	o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
+	o.vals = append(o.vals[:i:i], o.vals[i+1:]...)
+	if o.idx != nil {
+		o.index()
 	}
 }
 
 func (o *object) clone() *object {
-	c := &object{keys: append([]string(nil), o.keys...), vals: make(map[string]any, len(o.vals))}
-	for k, v := range o.vals {
-		c.vals[k] = v
+	c := &object{keys: append([]string(nil), o.keys...), vals: append([]any(nil), o.vals...)}
+	if o.idx != nil {
+		c.index()
 	}
 	return c
 }
@@ -405,7 +449,7 @@ func loneSurrogate(v any) bool {
 		}
 	case *object:
 		for _, k := range v.keys {
-			if !utf8.ValidString(k) || loneSurrogate(v.vals[k]) {
+			if !utf8.ValidString(k) || loneSurrogate(v.val(k)) {
 				return true
 			}
 		}
@@ -562,7 +606,7 @@ func sameValue(a, b any) bool {
 			if bo.keys[i] != k && jsonQuote(bo.keys[i]) != jsonQuote(k) {
 				return false
 			}
-			if !sameValue(a.vals[k], bo.vals[bo.keys[i]]) {
+			if !sameValue(a.val(k), bo.val(bo.keys[i])) {
 				return false
 			}
 		}
@@ -604,7 +648,7 @@ func writeCanonical(b *strings.Builder, v any, normNum bool) {
 			}
 			b.WriteString(jsonQuote(k))
 			b.WriteByte(':')
-			writeCanonical(b, v.vals[k], normNum)
+			writeCanonical(b, v.val(k), normNum)
 		}
 		b.WriteByte('}')
 	}

@@ -77,7 +77,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 	seen := map[string]bool{}
 	if props != nil {
 		for _, n := range props.keys {
-			named = append(named, namedProp{n, props.vals[n], required[n], ptr + "/properties/" + escPtr(n)})
+			named = append(named, namedProp{n, props.val(n), required[n], ptr + "/properties/" + escPtr(n)})
 			seen[n] = true
 		}
 	}
@@ -89,7 +89,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 				matched := false
 				for _, p := range patterns.keys {
 					if re, err := ecmaRegexp(p); err == nil && re.MatchString(n) {
-						s, matched = allOfSchema(s, patterns.vals[p]), true
+						s, matched = allOfSchema(s, patterns.val(p)), true
 					}
 				}
 				if !matched {
@@ -117,7 +117,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 					continue
 				}
 				if re.MatchString(named[i].name) {
-					named[i].schema = allOfSchema(named[i].schema, patterns.vals[p])
+					named[i].schema = allOfSchema(named[i].schema, patterns.val(p))
 				}
 			}
 		}
@@ -196,7 +196,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 				return "", err
 			}
 			keyAlts = append(keyAlts, seq(gbnf.QuoteLiteral(`"`), group(body), gbnf.QuoteLiteral(`"`)))
-			vs = allOfSchema(vs, patterns.vals[p])
+			vs = allOfSchema(vs, patterns.val(p))
 		}
 		if vs == nil {
 			vs = true
@@ -767,7 +767,7 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 	if why := kr.why; why != nil {
 		same := true
 		for _, p := range patterns.keys {
-			if !sameValue(patterns.vals[p], patterns.vals[patterns.keys[0]]) {
+			if !sameValue(patterns.val(p), patterns.val(patterns.keys[0])) {
 				same = false
 			}
 		}
@@ -789,7 +789,7 @@ func (c *conv) patternKV(patterns *object, addl any, names []string, ptr, hint s
 		} else {
 			for i, p := range patterns.keys {
 				if sig&(1<<i) != 0 {
-					vs = allOfSchema(vs, patterns.vals[p])
+					vs = allOfSchema(vs, patterns.val(p))
 					wptr = ptr + "/patternProperties/" + escPtr(p)
 				}
 			}

@@ -212,7 +212,7 @@ func resolveIdentifiers(doc any, draft Draft, extra []resource) {
 		if v, ok := r.o.get("$ref"); ok {
 			if s, ok := v.(string); ok {
 				if tptr, ok := ix.target(s, r.base); ok {
-					r.o.vals["$ref"] = pointerRef(tptr)
+					r.o.set("$ref", pointerRef(tptr))
 				}
 			}
 		}
@@ -337,7 +337,7 @@ func (ix *refIndex) walk(v any, ptr, base string) {
 		if m, ok := o.get(k); ok {
 			if m, ok := m.(*object); ok {
 				for _, name := range m.keys {
-					ix.walk(m.vals[name], ptr+"/"+escPtr(k)+"/"+escPtr(name), base)
+					ix.walk(m.val(name), ptr+"/"+escPtr(k)+"/"+escPtr(name), base)
 				}
 			}
 		}

@@ -107,7 +107,7 @@ func appendKeyValue(b []byte, v any) ([]byte, bool) {
 		b = binary.AppendUvarint(b, uint64(len(v.keys)))
 		for _, k := range v.keys {
 			b = appendKeyString(b, 'k', k)
-			if b, ok = appendKeyValue(b, v.vals[k]); !ok {
+			if b, ok = appendKeyValue(b, v.val(k)); !ok {
 				return b, false
 			}
 		}
@@ -287,7 +287,7 @@ func (c *conv) types(o *object, ptr string) ([]string, error) {
 				return nil, c.errorf("type", ptr, "unknown type %q (expected one of %s)", t, strings.Join(allTypes, ", "))
 			}
 		}
-		if o.vals["nullable"] == true {
+		if o.val("nullable") == true {
 			list = append(list, "null")
 		}
 	} else if c.cfg.llamaCompat && len(o.keys) == 0 {
@@ -297,11 +297,11 @@ func (c *conv) types(o *object, ptr string) ([]string, error) {
 	} else {
 		fams := map[string]bool{}
 		for _, k := range o.keys {
-			if f := familyOf(k); f != "" && !vacuous(o.vals[k]) {
+			if f := familyOf(k); f != "" && !vacuous(o.val(k)) {
 				fams[f] = true
 			}
 		}
-		if f, ok := o.vals["format"].(string); ok && isStringFormat(f) {
+		if f, ok := o.val("format").(string); ok && isStringFormat(f) {
 			fams["string"] = true
 		}
 		for _, t := range allTypes {
@@ -349,7 +349,7 @@ func hasType(types []string, t string) bool {
 // allowed types and that a grammar cannot enforce.
 func (c *conv) checkUnsupported(o *object, types []string, ptr string) error {
 	for _, k := range o.keys {
-		v := o.vals[k]
+		v := o.val(k)
 		var reason string
 		switch k {
 		case "not":
@@ -623,7 +623,7 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 				return false, false
 			}
 		}
-		more, _ := o.vals[morePatternsKey].([]any)
+		more, _ := o.val(morePatternsKey).([]any)
 		for _, p := range more {
 			ps, _ := p.(string)
 			re, err := ecmaRegexp(ps)
@@ -634,7 +634,7 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 				return false, true
 			}
 		}
-		nots, _ := o.vals[notStringsKey].([]any)
+		nots, _ := o.val(notStringsKey).([]any)
 		for _, n := range nots {
 			switch n := n.(type) {
 			case string:
@@ -724,7 +724,7 @@ func (c *conv) literal(v any) string {
 			if i > 0 {
 				parts = append(parts, litComma, c.ws())
 			}
-			parts = append(parts, gbnf.QuoteLiteral(jsonQuote(k)), c.ws(), litColon, c.ws(), c.literal(v.vals[k]), c.ws())
+			parts = append(parts, gbnf.QuoteLiteral(jsonQuote(k)), c.ws(), litColon, c.ws(), c.literal(v.val(k)), c.ws())
 		}
 		parts = append(parts, gbnf.QuoteLiteral("}"))
 		return "(" + seq(parts...) + ")"
@@ -792,7 +792,7 @@ func (c *conv) numberExpr(o *object, ptr string, integer bool) (string, error) {
 			mult = m
 		}
 	}
-	if f, ok := o.vals["format"].(string); ok && integer {
+	if f, ok := o.val("format").(string); ok && integer {
 		if r, ok := numericFormats[f]; ok && r[0] != "" {
 			flo, _ := new(big.Rat).SetString(r[0])
 			fhi, _ := new(big.Rat).SetString(r[1])
@@ -1064,9 +1064,9 @@ func (c *conv) stringDFA(o *object, minL, maxL int, ptr string) (string, error) 
 	if pv, ok := o.get("pattern"); ok {
 		pats = append(pats, pv)
 	}
-	more, _ := o.vals[morePatternsKey].([]any)
+	more, _ := o.val(morePatternsKey).([]any)
 	pats = append(pats, more...)
-	nots, _ := o.vals[notStringsKey].([]any)
+	nots, _ := o.val(notStringsKey).([]any)
 	key, memo := stringDFAKey(pats, nots, minL, maxL)
 	if x, ok := c.strings[key]; memo && ok {
 		// The same checks as the first time, for this place's pointer.
@@ -1387,7 +1387,7 @@ func notTypes(nv any) (excluded []string, all, ok bool) {
 		case len(keys) == 0:
 			return nil, true, true
 		case len(keys) == 1 && keys[0] == "type":
-			tl := typeList(v.vals["type"])
+			tl := typeList(v.val("type"))
 			for _, t := range tl {
 				if !validType(t) {
 					return nil, false, false
@@ -1468,7 +1468,7 @@ func (c *conv) checkConst(v, s any, depth int) (ok, decided bool) {
 			if tl == nil {
 				return false, false
 			}
-			if s.vals["nullable"] == true {
+			if s.val("nullable") == true {
 				tl = append(tl, "null")
 			}
 			if k := jsonKind(v); !hasType(tl, k) && !(k == "integer" && hasType(tl, "number")) {
@@ -1511,7 +1511,7 @@ func (c *conv) checkApplicators(v any, s *object, depth int) (ok, decided bool) 
 		return n, true
 	}
 	for _, k := range s.keys {
-		sub := s.vals[k]
+		sub := s.val(k)
 		ok, decided := true, true
 		switch k {
 		case "$ref":
@@ -1570,7 +1570,7 @@ func (c *conv) checkApplicators(v any, s *object, depth int) (ok, decided bool) 
 
 func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 	for _, k := range o.keys {
-		sub := o.vals[k]
+		sub := o.val(k)
 		switch k {
 		case "properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties":
 		case "propertyNames":
@@ -1588,7 +1588,7 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 				if !v.has(name) {
 					continue
 				}
-				switch d := deps.vals[name].(type) {
+				switch d := deps.val(name).(type) {
 				case []any:
 					for _, r := range d {
 						rs, _ := r.(string)
@@ -1625,8 +1625,8 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 	if m, has := intKeyword(o, "maxProperties"); has && len(v.keys) > m {
 		return false, true
 	}
-	props, _ := o.vals["properties"].(*object)
-	pats, _ := o.vals["patternProperties"].(*object)
+	props, _ := o.val("properties").(*object)
+	pats, _ := o.val("patternProperties").(*object)
 	addl, hasAddl := o.get("additionalProperties")
 	for _, k := range v.keys {
 		var subs []any
@@ -1640,7 +1640,7 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 					return false, false
 				}
 				if re.MatchString(k) {
-					subs = append(subs, pats.vals[p])
+					subs = append(subs, pats.val(p))
 				}
 			}
 		}
@@ -1648,7 +1648,7 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 			subs = append(subs, addl)
 		}
 		for _, sub := range subs {
-			if ok, decided := c.checkConst(v.vals[k], sub, 1); !decided || !ok {
+			if ok, decided := c.checkConst(v.val(k), sub, 1); !decided || !ok {
 				return ok, decided
 			}
 		}
@@ -1662,7 +1662,7 @@ func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
 		switch k {
 		case "items", "prefixItems", "minItems", "maxItems", "minContains", "maxContains":
 		case "uniqueItems":
-			if o.vals[k] == true {
+			if o.val(k) == true {
 				for i := range v {
 					for j := i + 1; j < len(v); j++ {
 						if sameValue(v[i], v[j]) {
@@ -1674,7 +1674,7 @@ func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
 		case "contains":
 			n := 0
 			for _, x := range v {
-				ok, decided := c.checkConst(x, o.vals[k], 1)
+				ok, decided := c.checkConst(x, o.val(k), 1)
 				if !decided {
 					return false, false
 				}
@@ -1701,7 +1701,7 @@ func (c *conv) checkArrayConst(v []any, o *object) (ok, decided bool) {
 	if m, has := intKeyword(o, "maxItems"); has && len(v) > m {
 		return false, true
 	}
-	pre, _ := o.vals["prefixItems"].([]any)
+	pre, _ := o.val("prefixItems").([]any)
 	items, hasItems := o.get("items")
 	if _, isArr := items.([]any); isArr {
 		return false, false // draft-4 tuple form: flatten normalizes it; be safe

@@ -134,7 +134,7 @@ func (c *conv) finiteValues(s any) ([]any, bool) {
 		}
 		cands, ok := c.constValues(f)
 		if !ok {
-			tl := typeList(f.vals["type"])
+			tl := typeList(f.val("type"))
 			if tl == nil {
 				return nil, false
 			}
