@@ -27,22 +27,23 @@ func benchModel(b *testing.B) *model.Model {
 	return m
 }
 
-func promptIDs(m *model.Model, n int) []int {
-	ids := make([]int, n)
+// prefilled loads the benchmark model and runs a 128-token prompt on a new state.
+func prefilled(b *testing.B) (*model.Model, *model.State, []int) {
+	m := benchModel(b)
+	s := m.NewState()
+	ids := make([]int, 128)
 	for i := range ids {
 		ids[i] = (i*7919 + 11) % m.Config().VocabSize
 	}
-	return ids
+	_, err := m.Forward(s, ids)
+	require.NoError(b, err)
+	return m, s, ids
 }
 
 // BenchmarkPrefill128: the forward pass of a 128-token prompt (logits of the last
 // position), on a state whose buffers already have that size.
 func BenchmarkPrefill128(b *testing.B) {
-	m := benchModel(b)
-	s := m.NewState()
-	ids := promptIDs(m, 128)
-	_, err := m.Forward(s, ids)
-	require.NoError(b, err)
+	m, s, ids := prefilled(b)
 	for b.Loop() {
 		s.Reset()
 		if _, err := m.Forward(s, ids); err != nil {
@@ -56,11 +57,7 @@ func BenchmarkPrefill128(b *testing.B) {
 // prompt, the logits copied to the host each step; the sequence starts over (untimed)
 // every 256 steps. No sampling: the engine's share of a decode step.
 func BenchmarkDecode(b *testing.B) {
-	m := benchModel(b)
-	s := m.NewState()
-	ids := promptIDs(m, 128)
-	_, err := m.Forward(s, ids)
-	require.NoError(b, err)
+	m, s, ids := prefilled(b)
 	id := ids[0]
 	for b.Loop() {
 		if s.Pos() >= 128+256 {

@@ -97,6 +97,16 @@ extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w, f
 
 // ---- products --------------------------------------------------------------------------
 
+// acc_bf16x8 adds the products of eight bf16 weights (p, widened exactly) with eight
+// inputs (a, b) to acc, two at a time in order.
+__device__ __forceinline__ float acc_bf16x8(float acc, uint4 p, float4 a, float4 b) {
+    acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
+    acc += __uint_as_float(p.y << 16) * a.z + __uint_as_float(p.y & 0xffff0000u) * a.w;
+    acc += __uint_as_float(p.z << 16) * b.x + __uint_as_float(p.z & 0xffff0000u) * b.y;
+    acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
+    return acc;
+}
+
 // One warp per output row o: y = Σ_i W[o,i]·x[i] + bias[o] (bias may be null). mode 0
 // stores y, mode 1 adds it to out[o] (the residual stream). Vector loads when cols is a
 // multiple of 8 (every row then starts 16-byte aligned). The _s forms take part part of
@@ -114,10 +124,7 @@ __device__ __forceinline__ float dot_bf16_s(const uint16_t *w, const float *x, i
         for (int j = lane + 32 * part; j < n8; j += step) {
             uint4 p = __ldg(w4 + j);
             float4 a = x4[2 * j], b = x4[2 * j + 1];
-            acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
-            acc += __uint_as_float(p.y << 16) * a.z + __uint_as_float(p.y & 0xffff0000u) * a.w;
-            acc += __uint_as_float(p.z << 16) * b.x + __uint_as_float(p.z & 0xffff0000u) * b.y;
-            acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
+            acc = acc_bf16x8(acc, p, a, b);
         }
     } else {
         for (int i = lane + 32 * part; i < cols; i += step) acc += bf16_to_f32(w[i]) * x[i];
@@ -161,14 +168,8 @@ __device__ __forceinline__ float2 dot2_bf16(const uint16_t *wa, const uint16_t *
         for (int j = lane; j < n8; j += 32) {
             uint4 p = __ldg(a4 + j), q = __ldg(b4 + j);
             float4 a = x4[2 * j], b = x4[2 * j + 1];
-            acc += __uint_as_float(p.x << 16) * a.x + __uint_as_float(p.x & 0xffff0000u) * a.y;
-            acc += __uint_as_float(p.y << 16) * a.z + __uint_as_float(p.y & 0xffff0000u) * a.w;
-            acc += __uint_as_float(p.z << 16) * b.x + __uint_as_float(p.z & 0xffff0000u) * b.y;
-            acc += __uint_as_float(p.w << 16) * b.z + __uint_as_float(p.w & 0xffff0000u) * b.w;
-            bcc += __uint_as_float(q.x << 16) * a.x + __uint_as_float(q.x & 0xffff0000u) * a.y;
-            bcc += __uint_as_float(q.y << 16) * a.z + __uint_as_float(q.y & 0xffff0000u) * a.w;
-            bcc += __uint_as_float(q.z << 16) * b.x + __uint_as_float(q.z & 0xffff0000u) * b.y;
-            bcc += __uint_as_float(q.w << 16) * b.z + __uint_as_float(q.w & 0xffff0000u) * b.w;
+            acc = acc_bf16x8(acc, p, a, b);
+            bcc = acc_bf16x8(bcc, q, a, b);
         }
     } else {
         for (int i = lane; i < cols; i += 32) {
