@@ -16,6 +16,7 @@ import (
 	"github.com/tetherlm/tether/gocore/schema"
 	"github.com/tetherlm/tether/gocore/tokenizer"
 	"github.com/tetherlm/tether/gocore/vocab"
+	"gorgonia.org/tensor"
 )
 
 // Generator is a model with its tokenizer and vocabulary. Generate may be called
@@ -293,6 +294,14 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 	res := &Result{PromptIDs: append([]int(nil), prompt...), SamplerWarning: warns}
 	eog := g.vocab.EOGTokens()
 
+	// Unconstrained greedy decoding picks where the logits are (on a GPU engine only
+	// the id comes back): the same pick as the session's argmax, end tokens excluded
+	// by a mask under IgnoreEOG.
+	greedy := matcher == nil && sess.PicksArgmax()
+	var allowed []uint32
+	if greedy && opts.IgnoreEOG {
+		allowed = allBut(cfg.VocabSize, eog)
+	}
 	st := g.state
 	st.Reset()
 	t0 := time.Now()
@@ -300,26 +309,36 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	logits, err := g.model.Forward(st, prompt)
+	var logits *tensor.Dense
+	pick := -1
+	if greedy {
+		pick, err = g.model.ForwardArgmax(st, prompt, allowed)
+	} else {
+		logits, err = g.model.Forward(st, prompt)
+	}
 	if err != nil {
 		return res, err
 	}
 	for step := 0; ; step++ {
-		row := logits.Float32s()
-		if opts.IgnoreEOG {
-			for _, id := range eog {
-				if id < len(row) {
-					row[id] = float32(math.Inf(-1))
+		id := pick
+		if !greedy {
+			row := logits.Float32s()
+			if opts.IgnoreEOG {
+				for _, id := range eog {
+					if id < len(row) {
+						row[id] = float32(math.Inf(-1))
+					}
 				}
 			}
-		}
-		id, err := sess.Sample(row)
-		if err != nil {
-			if errors.Is(err, sampling.ErrGrammarRejectsAll) {
-				res.Stop = StopGrammar
-				break
+			if id, err = sess.Sample(row); err != nil {
+				if errors.Is(err, sampling.ErrGrammarRejectsAll) {
+					res.Stop = StopGrammar
+					break
+				}
+				return res, fmt.Errorf("generate: sampling token %d: %w", step, err)
 			}
-			return res, fmt.Errorf("generate: sampling token %d: %w", step, err)
+		} else if id < 0 {
+			return res, fmt.Errorf("generate: sampling token %d: every token is an end token and ignore-EOG is set", step)
 		}
 		if err := sess.Accept(id); err != nil {
 			return res, fmt.Errorf("generate: token %d (id %d): %w", step, id, err)
@@ -355,11 +374,32 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 			return res, err
 		}
 		stepStart = time.Now()
-		logits, err = g.model.Forward(st, []int{id})
+		if greedy {
+			pick, err = g.model.ForwardArgmax(st, []int{id}, allowed)
+		} else {
+			logits, err = g.model.Forward(st, []int{id})
+		}
 		if err != nil {
 			return res, err
 		}
 		res.DecodeSteps++
 	}
 	return res, nil
+}
+
+// allBut is a token mask of a vocabulary of n tokens allowing all but ids.
+func allBut(n int, ids []int) []uint32 {
+	m := make([]uint32, (n+31)/32)
+	for i := range m {
+		m[i] = ^uint32(0)
+	}
+	if r := n % 32; r != 0 {
+		m[len(m)-1] = 1<<r - 1
+	}
+	for _, id := range ids {
+		if id >= 0 && id < n {
+			m[id/32] &^= 1 << (id % 32)
+		}
+	}
+	return m
 }

@@ -116,7 +116,8 @@ type StepEngine interface {
 	Engine
 	// Step runs ops, the engine calls of one forward call, and returns once their host
 	// outputs (the logits) are written. Within ops, Rows receives st.IDs, RoPE st.Cos
-	// and st.Sin (or st.LocalCos and st.LocalSin), and Attention st.Pos0 and st.KV; an engine may replay a recording of
+	// and st.Sin (or st.LocalCos and st.LocalSin), Attention st.Pos0 and st.KV, and
+	// ArgmaxMatVec st.Mask; an engine may replay a recording of
 	// an earlier call with the same st.Seq and len(st.IDs) instead of running ops,
 	// with only these inputs changed.
 	Step(st *Step, ops func() error) error
@@ -132,6 +133,19 @@ type RoPEAttentionEngine interface {
 	RoPEAttention(out, q, k, v *tensor.Dense, kv KV, layer, pos0, headDim, rotaryDim int, cos, sin []float32, opt AttentionOptions) error
 }
 
+// ArgmaxEngine is an Engine that can end a forward call with the greedy pick where the
+// logits are (Model.ForwardArgmax), so that one id comes back instead of a row of
+// logits.
+type ArgmaxEngine interface {
+	Engine
+	// ArgmaxMatVec computes the logits x·wᵀ of one row x and writes into dst[0] the
+	// lowest index of the highest logit among the tokens mask allows (bit i%32 of
+	// mask[i/32]; nil: all), -1 when it allows none, or -2-i when logit i is the first
+	// NaN or +Inf one (allowed or not). len(dst) must be 1; inside a Step, mask is
+	// st.Mask.
+	ArgmaxMatVec(dst []int32, x *tensor.Dense, w Weight, mask []uint32) error
+}
+
 // Step describes one forward call to a StepEngine.
 type Step struct {
 	// Seq identifies the sequence and the kind of call: calls with equal Seq (a
@@ -145,6 +159,9 @@ type Step struct {
 	// their own RoPE base (Gemma 3), else nil.
 	LocalCos, LocalSin []float32
 	KV                 KV // the sequence's cache
+	// Mask is the allowed-token mask of a call that ends with ArgmaxMatVec (nil: none
+	// or no mask); a replay takes the new call's mask.
+	Mask []uint32
 }
 
 // Activation is the gate's activation in NormGLU.

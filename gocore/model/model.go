@@ -362,6 +362,7 @@ type State struct {
 	}
 	lastLogits *tensor.Dense // host [vocab], the last row, for Forward
 	pending    []float32     // backing of lastLogits
+	pick       [1]int32      // ForwardArgmax's result from an ArgmaxEngine
 }
 
 // NewState returns an empty sequence for m.
@@ -462,6 +463,58 @@ func (m *Model) ForwardAll(s *State, ids []int) (*tensor.Dense, error) {
 	return s.bufs.logits, nil
 }
 
+// ForwardArgmax is Forward followed by the greedy pick: the lowest id of the highest
+// logit among the tokens mask allows (bit i%32 of mask[i/32] set: token i allowed; nil
+// allows every token), or -1 when it allows none. A NaN or +Inf logit is an error
+// naming the first such token, whatever the mask. On an ArgmaxEngine (the CUDA engine)
+// the pick is made where the logits are, and only the id comes back: the state's logits
+// are then not updated (Forward's result is stale until the next Forward). Models with
+// a final logit soft-cap (Gemma) pick on the host from the capped logits.
+func (m *Model) ForwardArgmax(s *State, ids []int, mask []uint32) (int, error) {
+	if mask != nil && len(mask) != (m.cfg.VocabSize+31)/32 {
+		return 0, fmt.Errorf("model: argmax mask of %d words for a vocabulary of %d", len(mask), m.cfg.VocabSize)
+	}
+	if _, ok := m.eng.(ArgmaxEngine); ok && m.cfg.FinalLogitSoftcap == 0 {
+		if err := m.run(s, ids, false, &argmaxCall{mask: mask}); err != nil {
+			return 0, err
+		}
+		id := int(s.pick[0])
+		if id <= -2 {
+			bad := -2 - id
+			return 0, fmt.Errorf("model: logit of token %d is not a number below +Inf", bad)
+		}
+		return id, nil
+	}
+	if err := m.forward(s, ids, false); err != nil {
+		return 0, err
+	}
+	return argmaxAllowed(s.pending, mask)
+}
+
+// argmaxCall asks forward to end with ArgmaxEngine.ArgmaxMatVec instead of the logits.
+type argmaxCall struct {
+	mask []uint32
+}
+
+// argmaxAllowed is ForwardArgmax's pick on the host.
+func argmaxAllowed(logits []float32, mask []uint32) (int, error) {
+	inf := float32(math.Inf(1))
+	best := -1
+	var bestL float32
+	for i, l := range logits {
+		if !(l < inf) {
+			return 0, fmt.Errorf("model: logit of token %d is not a number below +Inf", i)
+		}
+		if mask != nil && mask[i>>5]>>(i&31)&1 == 0 {
+			continue
+		}
+		if best < 0 || l > bestL {
+			best, bestL = i, l
+		}
+	}
+	return best, nil
+}
+
 // forward runs the decoder on the engine: the embedding (scaled for Gemma); per layer,
 // RMSNorm fused with the q/k/v projections, the per-head q/k norms (Qwen3, Gemma3),
 // RoPE (the layer's own for Gemma3's sliding layers), attention over the cache (with
@@ -470,6 +523,11 @@ func (m *Model) ForwardAll(s *State, ids []int) (*tensor.Dense, error) {
 // activation, down_proj added to the residual stream (normalized first, likewise);
 // the final RMSNorm, lm_head, and the logits' softcap (Gemma3) on the host.
 func (m *Model) forward(s *State, ids []int, allLogits bool) error {
+	return m.run(s, ids, allLogits, nil)
+}
+
+// run is forward, ending with the device-side greedy pick when pick is not nil.
+func (m *Model) run(s *State, ids []int, allLogits bool, pick *argmaxCall) error {
 	if m.eng == nil {
 		return errors.New("model: forward on a closed model")
 	}
@@ -564,11 +622,17 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 		if err := e.RMSNorm(b.h, b.x, m.norm, eps); err != nil {
 			return err
 		}
+		if pick != nil {
+			return e.(ArgmaxEngine).ArgmaxMatVec(s.pick[:], b.h, m.lmHead, pick.mask)
+		}
 		return e.MatVec(s.lastLogits, b.h, m.lmHead)
 	}
 	var err error
 	if se, ok := e.(StepEngine); ok {
-		st := &Step{Seq: stepKey{s, allLogits}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
+		st := &Step{Seq: stepKey{s, allLogits, pick != nil}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
+		if pick != nil {
+			st.Mask = pick.mask
+		}
 		if m.ropeLocal != nil {
 			st.LocalCos, st.LocalSin = s.cosL[:n*half], s.sinL[:n*half]
 		}
@@ -590,10 +654,11 @@ func (m *Model) forward(s *State, ids []int, allLogits bool) error {
 }
 
 // stepKey is a State's StepEngine sequence key: the operations of a call depend on
-// whether it returns every position's logits.
+// whether it returns every position's logits, or the greedy pick.
 type stepKey struct {
-	s   *State
-	all bool
+	s      *State
+	all    bool
+	argmax bool
 }
 
 // softcap sets x[i] = cap·tanh(x[i]/cap) in float32 steps as transformers does (cap 0:

@@ -67,6 +67,11 @@ func NewSessionFromParams(p Params, g Grammar) (*Session, []string, error) {
 	return s, warns, nil
 }
 
+// PicksArgmax reports whether Sample takes the argmax without running the chain (see
+// Params.PicksArgmax): a caller may then pick the allowed token of highest logit itself,
+// lowest id first, where the logits are (model.ForwardArgmax), and Accept it.
+func (s *Session) PicksArgmax() bool { return s.argmax }
+
 // Chain returns the session's chain.
 func (s *Session) Chain() *Chain { return s.chain }
 

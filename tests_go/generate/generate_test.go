@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -190,4 +191,72 @@ func TestLoadErrors(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "tokenizer.json")))
 	_, err := generate.Load(dir)
 	require.ErrorContains(t, err, "tokenizer.json")
+}
+
+// TestGreedyPicksTheArgmax: unconstrained greedy generation (which picks through
+// Model.ForwardArgmax) gives the ids of a loop of Forward and a host argmax, with the
+// end tokens excluded under IgnoreEOG: generation_config.json makes the first greedy
+// token an end token, so the exclusion decides the first pick. A repeat penalty (not
+// greedy in the argmax sense) takes the sampler chain, whose picks the penalty moves.
+func TestGreedyPicksTheArgmax(t *testing.T) {
+	dir := tinyModelDir(t)
+	load := func() *generate.Generator {
+		g, err := generate.Load(dir)
+		require.NoError(t, err)
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	g := load()
+	prompt, err := g.Tokenizer().Encode("Hello world", true)
+	require.NoError(t, err)
+	ids := make([]int, len(prompt))
+	for i, u := range prompt {
+		ids[i] = int(u)
+	}
+	manual := func(n int, skip ...int) []int {
+		m := g.Model()
+		st := m.NewState()
+		logits, err := m.Forward(st, ids)
+		require.NoError(t, err)
+		var out []int
+		for len(out) < n {
+			row, best := logits.Float32s(), -1
+			for i, l := range row {
+				if !slices.Contains(skip, i) && (best < 0 || l > row[best]) {
+					best = i
+				}
+			}
+			out = append(out, best)
+			if logits, err = m.Forward(st, []int{best}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	first := manual(1)[0]
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"),
+		[]byte(`{"eos_token_id": [2, `+strconv.Itoa(first)+`]}`), 0o644))
+	g = load()
+	require.ElementsMatch(t, []int{2, first}, g.Vocab().EOGTokens())
+	want := manual(16, 2, first)
+	require.NotEqual(t, first, want[0])
+
+	res, err := g.GenerateIDs(context.Background(), ids, generate.Options{Sampling: greedy(), MaxTokens: 16, IgnoreEOG: true})
+	require.NoError(t, err)
+	require.Equal(t, want, res.IDs)
+	res, err = g.GenerateIDs(context.Background(), ids, generate.Options{Sampling: greedy(), MaxTokens: 16})
+	require.NoError(t, err)
+	require.Equal(t, []int{first}, res.IDs, "without IgnoreEOG the end token is picked and stops")
+	require.Equal(t, generate.StopEOG, res.Stop)
+
+	p := greedy()
+	p.Greedy = false
+	res, err = g.GenerateIDs(context.Background(), ids, generate.Options{Sampling: p, MaxTokens: 16, IgnoreEOG: true})
+	require.NoError(t, err)
+	require.Equal(t, want, res.IDs, "temp 0 with dist at the end is greedy too")
+
+	p.PenaltyLastN, p.PenaltyRepeat = 64, 100
+	res, err = g.GenerateIDs(context.Background(), ids, generate.Options{Sampling: p, MaxTokens: 16, IgnoreEOG: true})
+	require.NoError(t, err)
+	require.NotEqual(t, want, res.IDs)
 }

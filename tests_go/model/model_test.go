@@ -306,6 +306,57 @@ func TestWarmResetsTheState(t *testing.T) {
 	}
 }
 
+// ForwardArgmax picks what an argmax of Forward's logits picks (the lowest id among
+// equal maxima) among the tokens its mask allows, step by step on two states fed the
+// same ids; a mask allowing nothing gives -1, and a mask of the wrong size is an error.
+func TestForwardArgmaxPicksTheAllowedMaximum(t *testing.T) {
+	cfg := tiny
+	m, err := model.Load(writeModel(t, cfg, tensorsFor(cfg, 5), nil), model.WithThreads(2))
+	require.NoError(t, err)
+	defer m.Close()
+	words := (cfg.Vocab + 31) / 32
+	a, b := m.NewState(), m.NewState()
+	ids := []int{1, 7, 3}
+	rnd := rand.New(rand.NewPCG(4, 4))
+	for step := 0; step < 12; step++ {
+		var mask []uint32
+		switch step % 3 {
+		case 1:
+			mask = make([]uint32, words)
+			for i := range mask {
+				mask[i] = rnd.Uint32() & rnd.Uint32()
+			}
+		case 2:
+			mask = make([]uint32, words)
+			mask[0] = 1 << 5
+		}
+		logits, err := m.Forward(a, ids)
+		require.NoError(t, err)
+		want := -1
+		for i, l := range logits.Float32s() {
+			if mask != nil && mask[i/32]>>(i%32)&1 == 0 {
+				continue
+			}
+			if want < 0 || l > logits.Float32s()[want] {
+				want = i
+			}
+		}
+		got, err := m.ForwardArgmax(b, ids, mask)
+		require.NoError(t, err)
+		require.Equalf(t, want, got, "step %d", step)
+		require.Equal(t, a.Pos(), b.Pos())
+		if step%3 == 2 {
+			require.Equal(t, 5, got)
+		}
+		ids = []int{(got + step) % cfg.Vocab}
+	}
+	got, err := m.ForwardArgmax(b, ids, make([]uint32, words))
+	require.NoError(t, err)
+	require.Equal(t, -1, got)
+	_, err = m.ForwardArgmax(b, ids, make([]uint32, words+1))
+	require.ErrorContains(t, err, "argmax mask of")
+}
+
 func BenchmarkMatVec576x1536(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	e := model.NewCPU(0)

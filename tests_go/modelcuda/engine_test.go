@@ -454,3 +454,86 @@ func TestGraphReplayEqualsEager(t *testing.T) {
 	defer cpuM.Close()
 	decodeBoth(t, cpuM, gm, []int{3}, 20, 1e-4)
 }
+
+// TestArgmaxMatchesCPU: the greedy pick on the device (ArgmaxMatVec, and
+// Model.ForwardArgmax through recorded and replayed decode graphs whose mask changes
+// every step) against the CPU engine's logits: the pick is an allowed token whose CPU
+// logit is the allowed maximum up to the engines' rounding; equal rows give the lower
+// index; a NaN logit is reported by its index; a mask allowing nothing gives -1.
+func TestArgmaxMatchesCPU(t *testing.T) {
+	r := newRig(t)
+	rnd := rand.New(rand.NewPCG(21, 2))
+	const V, H = 1000, 64
+	wv := randVals(rnd, V*H, 0.3)
+	for i := range H {
+		wv[3*H+i] = float32(math.Abs(float64(wv[3*H+i]))) * 4 // row 3 the largest for x = 1
+	}
+	copy(wv[9*H:10*H], wv[3*H:4*H]) // and row 9 equal to it
+	w := r.weight("w", V, H, wv, false)
+	ones := make([]float32, H)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x := r.act(1, H, ones)
+	dst := []int32{0}
+	require.NoError(t, r.gpu.ArgmaxMatVec(dst, x.d, w.d, nil))
+	require.Equal(t, int32(3), dst[0], "equal maxima: the lower index")
+	mask := make([]uint32, (V+31)/32)
+	mask[0] = 1<<9 | 1<<5
+	require.NoError(t, r.gpu.ArgmaxMatVec(dst, x.d, w.d, mask))
+	require.Equal(t, int32(9), dst[0])
+	require.NoError(t, r.gpu.ArgmaxMatVec(dst, x.d, w.d, make([]uint32, len(mask))))
+	require.Equal(t, int32(-1), dst[0])
+	wv[7*H+3] = float32(math.NaN())
+	wn := r.weight("wn", V, H, wv, false)
+	require.NoError(t, r.gpu.ArgmaxMatVec(dst, x.d, wn.d, mask))
+	require.Equal(t, int32(-2-7), dst[0], "a NaN logit, even a masked one, is reported")
+	require.ErrorContains(t, r.gpu.ArgmaxMatVec(dst, x.d, w.d, mask[:3]), "mask of 3 words")
+
+	for _, bf16 := range []bool{false, true} {
+		dir := writeModel(t, tinymodel.Config{Hidden: 128, Inter: 256, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 999, BF16: bf16})
+		cpuM, err := model.Load(dir, model.WithThreads(2))
+		require.NoError(t, err)
+		defer cpuM.Close()
+		gpu := newGPU(t, cuda.Options{})
+		gpuM, err := model.Load(dir, model.WithEngine(gpu))
+		require.NoError(t, err)
+		defer gpuM.Close()
+		cs, gs := cpuM.NewState(), gpuM.NewState()
+		ids := []int{1, 5, 9, 200, 17}
+		words := (999 + 31) / 32
+		for step := 0; step < 40; step++ {
+			var m []uint32
+			if step%2 == 1 {
+				m = make([]uint32, words)
+				for i := range m {
+					m[i] = rnd.Uint32()
+				}
+				m[words-1] &= 1<<(999%32) - 1
+			}
+			want, err := cpuM.Forward(cs, ids)
+			require.NoError(t, err)
+			got, err := gpuM.ForwardArgmax(gs, ids, m)
+			require.NoError(t, err)
+			row := want.Float32s()
+			best, scale := -1, 0.0
+			for i, l := range row {
+				scale = math.Max(scale, math.Abs(float64(l)))
+				if m == nil || m[i/32]>>(i%32)&1 == 1 {
+					if best < 0 || l > row[best] {
+						best = i
+					}
+				}
+			}
+			require.GreaterOrEqual(t, got, 0)
+			require.True(t, m == nil || m[got/32]>>(got%32)&1 == 1, "step %d: token %d is not allowed", step, got)
+			tol := 1e-5
+			if bf16 {
+				tol = 3e-2 // the prefill's bf16 products (see TestModelMatchesCPU)
+			}
+			require.LessOrEqualf(t, float64(row[best]-row[got]), tol*scale, "step %d: picked %d (%g), best %d (%g)", step, got, row[got], best, row[best])
+			ids = []int{best}
+		}
+		require.NoError(t, gpu.GraphError())
+	}
+}

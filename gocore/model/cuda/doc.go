@@ -23,7 +23,9 @@
 //   - a decode step is recorded once as a CUDA graph (model.StepEngine) and replayed:
 //     the token id, its position and its rotary angles live in pinned host memory that
 //     the graph copies up, and the logits come back into pinned host memory, the only
-//     transfer of a step.
+//     transfer of a step; for greedy decoding (model.ArgmaxEngine, Model.ForwardArgmax)
+//     the argmax kernel picks the token on the device, the allowed-token mask goes up
+//     with the step's inputs and only the id comes back.
 //
 // Use:
 //

@@ -24,8 +24,9 @@ var fatbin string
 func Built() bool { return true }
 
 const (
-	warpRows    = 8   // output rows per block of the matvec kernels (256 threads)
-	attnThreads = 512 // block of attn_fused (ATTN_THREADS in kernels.cu)
+	warpRows    = 8    // output rows per block of the matvec kernels (256 threads)
+	attnThreads = 512  // block of attn_fused (ATTN_THREADS in kernels.cu)
+	argThreads  = 1024 // block of argmax (ARGMAX_THREADS in kernels.cu)
 	// maxStagedCols bounds the row a fused norm kernel stages in shared memory (4 bytes
 	// each; 32 KiB of the 48 KiB a block gets without opting in); wider rows take the
 	// separate rmsnorm launch.
@@ -95,6 +96,7 @@ type kernels struct {
 	normMatvec3BF16, normMatvec3F32, normGluBF16, normGluF32, ropeStore, attnFused cu.Function
 	// Single-row products of few rows: several warps a row.
 	matvecSplitBF16, matvecSplitF32 cu.Function
+	argmax                          cu.Function // the greedy pick (ArgmaxMatVec)
 }
 
 type devBuf struct {
@@ -140,10 +142,11 @@ type graph struct {
 // that is dropped stays reachable until its graph is); past it all are dropped.
 const maxGraphs = 16
 
-// hostOut is a host tensor written by a step: the engine's pinned copy is copied into
-// it once the step's work is done.
+// hostOut is host memory written by a step (the logits, or the greedy pick): the
+// engine's pinned copy is copied into it once the step's work is done. dst points
+// into a Go slice, which the hostOut keeps alive.
 type hostOut struct {
-	dst []float32
+	dst unsafe.Pointer
 	src *pinBuf
 }
 
@@ -156,6 +159,7 @@ type stepRun struct {
 	devCos                   cu.DevicePtr
 	devSin                   cu.DevicePtr
 	devLocalCos, devLocalSin cu.DevicePtr
+	devMask                  cu.DevicePtr // st.Mask on the device (0: none)
 	outputs                  []hostOut
 }
 
@@ -213,6 +217,7 @@ func New(o Options) (eng model.Engine, err error) {
 		{&e.k.normGluBF16, "norm_glu_bf16"}, {&e.k.normGluF32, "norm_glu_f32"},
 		{&e.k.ropeStore, "rope_store"}, {&e.k.attnFused, "attn_fused"},
 		{&e.k.matvecSplitBF16, "matvec_split_bf16"}, {&e.k.matvecSplitF32, "matvec_split_f32"},
+		{&e.k.argmax, "argmax"},
 	}
 	for _, f := range fns {
 		if *f.f, err = e.mod.Function(f.name); err != nil {
@@ -441,11 +446,12 @@ func (e *Engine) grow(name string, bytes int) (cu.DevicePtr, error) {
 	return p, nil
 }
 
-// pin returns the pinned host buffer that stands for the host tensor dst.
-func (e *Engine) pin(dst []float32) (*pinBuf, error) {
-	key := uintptr(unsafe.Pointer(&dst[0]))
+// pin returns the pinned host buffer that stands for the bytes bytes of host memory
+// at dst.
+func (e *Engine) pin(dst unsafe.Pointer, bytes int) (*pinBuf, error) {
+	key := uintptr(dst)
 	b := e.pinned[key]
-	if b != nil && b.bytes == 4*len(dst) {
+	if b != nil && b.bytes == bytes {
 		return b, nil
 	}
 	if e.step != nil && e.step.capturing {
@@ -454,11 +460,11 @@ func (e *Engine) pin(dst []float32) (*pinBuf, error) {
 	if b != nil {
 		_ = memFreeHost(b.host)
 	}
-	h, err := memAllocHost(4 * len(dst))
+	h, err := memAllocHost(bytes)
 	if err != nil {
 		return nil, err
 	}
-	b = &pinBuf{host: h, bytes: 4 * len(dst)}
+	b = &pinBuf{host: h, bytes: bytes}
 	e.pinned[key] = b
 	e.gen++
 	return b, nil
@@ -581,7 +587,7 @@ func (e *Engine) out(what string, dst *tensor.Dense, n, rows int) (cu.DevicePtr,
 	if err != nil {
 		return 0, nil, err
 	}
-	pb, err := e.pin(hs)
+	pb, err := e.pin(unsafe.Pointer(&hs[0]), 4*len(hs))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -589,7 +595,7 @@ func (e *Engine) out(what string, dst *tensor.Dense, n, rows int) (cu.DevicePtr,
 		if err := dtohAsync(pb.host, p, 4*n*rows, &e.stream); err != nil {
 			return err
 		}
-		o := hostOut{dst: hs, src: pb}
+		o := hostOut{dst: unsafe.Pointer(&hs[0]), src: pb}
 		if e.step != nil {
 			e.step.outputs = append(e.step.outputs, o)
 			return nil
@@ -605,7 +611,7 @@ func (e *Engine) syncOutputs(outs []hostOut) error {
 		return fmt.Errorf("cuda: cuStreamSynchronize: %w", err)
 	}
 	for _, o := range outs {
-		copy(o.dst, unsafe.Slice((*float32)(o.src.host), len(o.dst)))
+		copy(unsafe.Slice((*byte)(o.dst), o.src.bytes), unsafe.Slice((*byte)(o.src.host), o.src.bytes))
 	}
 	return nil
 }
@@ -640,6 +646,71 @@ func (e *Engine) matProduct(op string, dst, x *tensor.Dense, w model.Weight, vec
 // MatVec computes dst = w·x for one row x; dst may be a host tensor (the logits).
 func (e *Engine) MatVec(dst, x *tensor.Dense, w model.Weight) error {
 	return e.matProduct("matvec", dst, x, w, true)
+}
+
+// ArgmaxMatVec computes the logits x·wᵀ on the device and brings back only the greedy
+// pick (model.ArgmaxEngine): the argmax kernel reduces them in one block, and its
+// result is copied into dst[0] (through pinned memory, as the logits would be).
+func (e *Engine) ArgmaxMatVec(dst []int32, x *tensor.Dense, w model.Weight, mask []uint32) error {
+	return e.call(func() error {
+		if len(dst) != 1 {
+			return fmt.Errorf("cuda: argmax: %d destinations, want 1", len(dst))
+		}
+		cw, err := e.weight("argmax", w)
+		if err != nil {
+			return err
+		}
+		xp, n, cols, err := e.act("argmax input", x)
+		if err != nil {
+			return err
+		}
+		if n != 1 || cols != cw.cols {
+			return fmt.Errorf("cuda: argmax %q [%d %d]: x %v", cw.name, cw.rows, cw.cols, x.Shape())
+		}
+		if mask != nil && len(mask) != (cw.rows+31)/32 {
+			return fmt.Errorf("cuda: argmax: mask of %d words for %d logits", len(mask), cw.rows)
+		}
+		var mp cu.DevicePtr
+		if mask != nil {
+			if s := e.step; s != nil && sameSlice(mask, s.st.Mask) {
+				mp = s.devMask
+			} else {
+				if e.step != nil && e.step.capturing {
+					return errors.New("cuda: argmax: a mask other than the step's during a graph capture")
+				}
+				if mp, err = e.stage("mask", unsafe.Pointer(&mask[0]), 4*len(mask)); err != nil {
+					return err
+				}
+			}
+		}
+		logits, err := e.grow("argmax-logits", 4*cw.rows)
+		if err != nil {
+			return err
+		}
+		res, err := e.grow("argmax-result", 4)
+		if err != nil {
+			return err
+		}
+		pb, err := e.pin(unsafe.Pointer(&dst[0]), 4)
+		if err != nil {
+			return err
+		}
+		if err := e.product(logits, xp, 1, cw, 0, modeStore); err != nil {
+			return err
+		}
+		if err := e.launch(e.k.argmax, 1, 1, 1, argThreads, res, logits, mp, cw.rows); err != nil {
+			return err
+		}
+		if err := dtohAsync(pb.host, res, 4, &e.stream); err != nil {
+			return err
+		}
+		o := hostOut{dst: unsafe.Pointer(&dst[0]), src: pb}
+		if e.step != nil {
+			e.step.outputs = append(e.step.outputs, o)
+			return nil
+		}
+		return e.syncOutputs([]hostOut{o})
+	})
 }
 
 // MatMul computes dst = x·wᵀ.
@@ -1380,7 +1451,8 @@ func (e *Engine) runStep(st *model.Step, ops func() error) (err error) {
 	sinOff := cosOff + align(4*n*half)
 	lcosOff := sinOff + align(4*n*half)
 	lsinOff := lcosOff + align(4*len(st.LocalCos))
-	total := lsinOff + align(4*len(st.LocalSin))
+	maskOff := lsinOff + align(4*len(st.LocalSin))
+	total := maskOff + align(4*len(st.Mask))
 	run := &stepRun{st: st}
 	var host unsafe.Pointer
 	var dev cu.DevicePtr
@@ -1405,9 +1477,13 @@ func (e *Engine) runStep(st *model.Step, ops func() error) (err error) {
 	copy(unsafe.Slice((*float32)(unsafe.Add(host, sinOff)), n*half), st.Sin)
 	copy(unsafe.Slice((*float32)(unsafe.Add(host, lcosOff)), len(st.LocalCos)), st.LocalCos)
 	copy(unsafe.Slice((*float32)(unsafe.Add(host, lsinOff)), len(st.LocalSin)), st.LocalSin)
+	copy(unsafe.Slice((*uint32)(unsafe.Add(host, maskOff)), len(st.Mask)), st.Mask)
 	run.devIDs, run.devPos = dev+cu.DevicePtr(idsOff), dev+cu.DevicePtr(posOff)
 	run.devCos, run.devSin = dev+cu.DevicePtr(cosOff), dev+cu.DevicePtr(sinOff)
 	run.devLocalCos, run.devLocalSin = dev+cu.DevicePtr(lcosOff), dev+cu.DevicePtr(lsinOff)
+	if st.Mask != nil {
+		run.devMask = dev + cu.DevicePtr(maskOff)
+	}
 
 	if !decode {
 		if err := cu.MemcpyHtoD(dev, host, int64(total)); err != nil {

@@ -699,3 +699,58 @@ attn_fused(float *out, float *scores, const float *q, const float *kc, const flo
         *o = make_float4(r.x / sum, r.y / sum, r.z / sum, r.w / sum);
     }
 }
+
+// ---- the greedy pick --------------------------------------------------------------------------
+
+// argmax_better: whether (v, i) beats (bv, bi): a pick beats none (index -1), a higher
+// value wins, and between equal values the lower index.
+__device__ __forceinline__ bool argmax_better(float v, int i, float bv, int bi) {
+    return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
+}
+
+// argmax: out[0] = the lowest index of the highest of the n logits x whose bit is set in
+// mask (bit i%32 of mask[i/32]; mask null: all), -1 when none is, or -2-i when logit i is
+// the first NaN or +Inf one (allowed or not). One block of ARGMAX_THREADS threads; each
+// scans its indices in ascending order, keeping its first maximum, then the block reduces
+// by (value, index).
+#define ARGMAX_THREADS 1024
+extern "C" __global__ void __launch_bounds__(ARGMAX_THREADS)
+argmax(int *out, const float *x, const unsigned *mask, int n) {
+    __shared__ float sv[32];
+    __shared__ int si[32], sb[32];
+    float bv = -INFINITY;
+    int bi = -1, bad = 0x7fffffff;
+#pragma unroll 8
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i];
+        if (!(v < INFINITY)) {
+            if (i < bad) bad = i;
+            continue;
+        }
+        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
+        if (bi < 0 || v > bv) bv = v, bi = i;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float v = __shfl_xor_sync(FULL_MASK, bv, o);
+        int i = __shfl_xor_sync(FULL_MASK, bi, o);
+        int b = __shfl_xor_sync(FULL_MASK, bad, o);
+        if (argmax_better(v, i, bv, bi)) bv = v, bi = i;
+        bad = min(bad, b);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    if (lane == 0) sv[warp] = bv, si[warp] = bi, sb[warp] = bad;
+    __syncthreads();
+    if (warp == 0) {
+        bv = lane < nwarps ? sv[lane] : -INFINITY;
+        bi = lane < nwarps ? si[lane] : -1;
+        bad = lane < nwarps ? sb[lane] : 0x7fffffff;
+        for (int o = 16; o > 0; o >>= 1) {
+            float v = __shfl_xor_sync(FULL_MASK, bv, o);
+            int i = __shfl_xor_sync(FULL_MASK, bi, o);
+            int b = __shfl_xor_sync(FULL_MASK, bad, o);
+            if (argmax_better(v, i, bv, bi)) bv = v, bi = i;
+            bad = min(bad, b);
+        }
+        if (lane == 0) out[0] = bad != 0x7fffffff ? -2 - bad : bi;
+    }
+}

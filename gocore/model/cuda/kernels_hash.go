@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "d2a83d346728db0a84d7e85006735d92490f526f37a78ae6379e6210263c4670"
-	KernelsFatbinSHA256 = "788e7a85ce8f6bd70cc0ee7cbf7e9becb978fd7ae4de7fa5c1483b99a582eae0"
+	KernelsSourceSHA256 = "994e8547997f26dc92ed6af1f6333c1e8cb9c63f63cb9ac566b48e9f972f8ec5"
+	KernelsFatbinSHA256 = "e9415585699e6b12654eeb28bbdb79e026855934e2fdc638c594cea752ab5e5f"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )
