@@ -629,7 +629,7 @@ func (m *Model) run(s *State, ids []int, allLogits bool, pick *argmaxCall) error
 	}
 	var err error
 	if se, ok := e.(StepEngine); ok {
-		st := &Step{Seq: stepKey{s, allLogits, pick != nil}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
+		st := &Step{Seq: stepKey{s, allLogits, pick != nil, pick != nil && pick.mask != nil}, IDs: ids, Pos0: pos0, Cos: s.cos[:n*half], Sin: s.sin[:n*half], KV: s.kv}
 		if pick != nil {
 			st.Mask = pick.mask
 		}
@@ -654,11 +654,13 @@ func (m *Model) run(s *State, ids []int, allLogits bool, pick *argmaxCall) error
 }
 
 // stepKey is a State's StepEngine sequence key: the operations of a call depend on
-// whether it returns every position's logits, or the greedy pick.
+// whether it returns every position's logits, or the greedy pick, with or without a
+// mask (a recording reads the mask from where the step's inputs put it, or reads none).
 type stepKey struct {
 	s      *State
 	all    bool
 	argmax bool
+	masked bool
 }
 
 // softcap sets x[i] = cap·tanh(x[i]/cap) in float32 steps as transformers does (cap 0:
