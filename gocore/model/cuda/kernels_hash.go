@@ -5,8 +5,8 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "994e8547997f26dc92ed6af1f6333c1e8cb9c63f63cb9ac566b48e9f972f8ec5"
-	KernelsFatbinSHA256 = "e9415585699e6b12654eeb28bbdb79e026855934e2fdc638c594cea752ab5e5f"
+	KernelsSourceSHA256 = "f8d5ee652bfe6f1c9d5f9475e1c5e4f11d3ff6cdc3acdad98842148290c230af"
+	KernelsFatbinSHA256 = "83be2d75af66325a36d97022916d6201eec48e70238733452cf69ef4258148e4"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
 )
