@@ -47,7 +47,7 @@ NATIVE_SO := $(NATIVE)/__init__.py
 
 .PHONY: help setup build test test-go test-py test-notebooks demo wheel clean distclean \
         tools rustlib venv tokenizers native bench bench-py bench-model llamacpp-env bench-peers peers-env vllm-env test-vllm \
-        cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle vllm-venv bench-vllm
+        cuda-toolkit cuda-kernels build-cuda test-cuda-build cuda-check-bundle gpu-processor-bundle vllm-venv bench-vllm
 
 help:
 	@echo "make setup   Go tools, Rust libtokenizers.a, .venv, gopy extension, test tokenizers"
@@ -61,6 +61,7 @@ help:
 	@echo "make bench-peers  tether (Go and Python) against llguidance and xgrammar on the MaskBench dev split"
 	@echo "make build-cuda  build/bin/tether-cuda (CUDA engine; built here with pip CUDA wheels, runs where a GPU is)"
 	@echo "make cuda-check-bundle  build/cuda-check/: what the GPU machine runs (bash build/cuda-check/run.sh)"
+	@echo "make gpu-processor-bundle  build/gpu-processor/: the processor's GPU check (bash build/gpu-processor/run.sh)"
 	@echo "make clean   remove build output in this clone (the cache in $(CACHE) stays)"
 
 setup: tools rustlib venv tokenizers native
@@ -209,6 +210,14 @@ test-cuda-build: rustlib cuda-toolkit $(BIN)/tether-cuda $(CUDA_TEST_BIN)
 #   bash build/cuda-check/run.sh
 cuda-check-bundle: $(BIN)/tether-cuda $(CUDA_TEST_BIN) tokenizers
 	bash tests_cuda/bundle.sh build/cuda-check $(BIN)/tether-cuda $(CUDA_TEST_BIN) build/tokenizers
+
+# The transformers processor's GPU check (tests_py/gpu_processor_check.py) for the GPU
+# machine, whose python3 is 3.12 without tether or xgrammar: a cp312 wheel of tether
+# built here with PY312, the peers' cp312 wheels, the Llama-3 tokenizer (no links,
+# < 60 MiB); run there: bash build/gpu-processor/run.sh
+PY312 ?= $(HOME)/.pyenv/versions/3.12.1/bin/python
+gpu-processor-bundle: rustlib tools tokenizers
+	bash tools/gpu_processor/bundle.sh $(PY312) build/gpu-processor
 
 # ---- Tests ------------------------------------------------------------------------------
 export TETHER_TOKENIZERS := $(ROOT)/build/tokenizers
