@@ -129,6 +129,15 @@ def _patch_manager() -> None:
 
         if not isinstance(self.backend, TetherBackend):
             return orig_fill(self, batch)
+        if len(batch) == 1:
+            # vLLM's serial path (batches below its parallel threshold): one row, through
+            # the matcher's own fill, which skips the batch call's argument arrays.
+            grammar, index, apply_bitmask = batch[0]
+            if apply_bitmask and not grammar.is_terminated():
+                grammar.fill_bitmask(self._grammar_bitmask, index)
+            else:
+                self._grammar_bitmask[index].fill_(self._full_mask)
+            return None
         # One Go call for the whole batch, rows in parallel, GIL released.
         from ..bitmask import fill_next_token_bitmasks
 
