@@ -591,18 +591,23 @@ func (e *Engine) out(what string, dst *tensor.Dense, n, rows int) (cu.DevicePtr,
 	if err != nil {
 		return 0, nil, err
 	}
-	finish := func() error {
-		if err := dtohAsync(pb.host, p, 4*n*rows, &e.stream); err != nil {
-			return err
-		}
-		o := hostOut{dst: unsafe.Pointer(&hs[0]), src: pb}
-		if e.step != nil {
-			e.step.outputs = append(e.step.outputs, o)
-			return nil
-		}
-		return e.syncOutputs([]hostOut{o})
-	}
+	finish := func() error { return e.download(unsafe.Pointer(&hs[0]), pb, p) }
 	return p, finish, nil
+}
+
+// download copies pb.bytes of device memory at src into the pinned buffer pb that
+// stands for the host memory dst: queued as a step output (copied into dst when the
+// step's work is done), or, outside a step, at once.
+func (e *Engine) download(dst unsafe.Pointer, pb *pinBuf, src cu.DevicePtr) error {
+	if err := dtohAsync(pb.host, src, pb.bytes, &e.stream); err != nil {
+		return err
+	}
+	o := hostOut{dst: dst, src: pb}
+	if e.step != nil {
+		e.step.outputs = append(e.step.outputs, o)
+		return nil
+	}
+	return e.syncOutputs([]hostOut{o})
 }
 
 // syncOutputs waits for the stream and copies pinned outputs into their host tensors.
@@ -701,15 +706,7 @@ func (e *Engine) ArgmaxMatVec(dst []int32, x *tensor.Dense, w model.Weight, mask
 		if err := e.launch(e.k.argmax, 1, 1, 1, argThreads, res, logits, mp, cw.rows); err != nil {
 			return err
 		}
-		if err := dtohAsync(pb.host, res, 4, &e.stream); err != nil {
-			return err
-		}
-		o := hostOut{dst: unsafe.Pointer(&dst[0]), src: pb}
-		if e.step != nil {
-			e.step.outputs = append(e.step.outputs, o)
-			return nil
-		}
-		return e.syncOutputs([]hostOut{o})
+		return e.download(unsafe.Pointer(&dst[0]), pb, res)
 	})
 }
 
