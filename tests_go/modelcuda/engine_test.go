@@ -342,6 +342,20 @@ func TestShapeErrors(t *testing.T) {
 	require.ErrorContains(t, err, "dtype")
 }
 
+// loadBoth loads the checkpoint in dir on the CPU engine and on a new GPU engine; both
+// models are closed when the test ends.
+func loadBoth(t *testing.T, dir string) (cpuM, gpuM *model.Model, gpu *cuda.Engine) {
+	t.Helper()
+	cpuM, err := model.Load(dir, model.WithThreads(2))
+	require.NoError(t, err)
+	t.Cleanup(func() { cpuM.Close() })
+	gpu = newGPU(t, cuda.Options{})
+	gpuM, err = model.Load(dir, model.WithEngine(gpu))
+	require.NoError(t, err)
+	t.Cleanup(func() { gpuM.Close() })
+	return cpuM, gpuM, gpu
+}
+
 func writeModel(t *testing.T, c tinymodel.Config) string {
 	dir := t.TempDir()
 	require.NoError(t, tinymodel.Write(dir, c, 11))
@@ -392,14 +406,7 @@ func TestModelMatchesCPU(t *testing.T) {
 				"rope_scaling": map[string]any{"rope_type": "linear", "factor": 2}, "final_logit_softcapping": 2.5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := writeModel(t, tc.cfg)
-			cpuM, err := model.Load(dir, model.WithThreads(2))
-			require.NoError(t, err)
-			defer cpuM.Close()
-			gpu := newGPU(t, cuda.Options{})
-			gpuM, err := model.Load(dir, model.WithEngine(gpu))
-			require.NoError(t, err)
-			defer gpuM.Close()
+			cpuM, gpuM, gpu := loadBoth(t, writeModel(t, tc.cfg))
 			prompt := make([]int, 240)
 			for i := range prompt {
 				prompt[i] = (i*37 + 5) % tc.cfg.Vocab
@@ -491,14 +498,7 @@ func TestArgmaxMatchesCPU(t *testing.T) {
 	require.ErrorContains(t, r.gpu.ArgmaxMatVec(dst, x.d, w.d, mask[:3]), "mask of 3 words")
 
 	for _, bf16 := range []bool{false, true} {
-		dir := writeModel(t, tinymodel.Config{Hidden: 128, Inter: 256, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 999, BF16: bf16})
-		cpuM, err := model.Load(dir, model.WithThreads(2))
-		require.NoError(t, err)
-		defer cpuM.Close()
-		gpu := newGPU(t, cuda.Options{})
-		gpuM, err := model.Load(dir, model.WithEngine(gpu))
-		require.NoError(t, err)
-		defer gpuM.Close()
+		cpuM, gpuM, gpu := loadBoth(t, writeModel(t, tinymodel.Config{Hidden: 128, Inter: 256, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 999, BF16: bf16}))
 		cs, gs := cpuM.NewState(), gpuM.NewState()
 		ids := []int{1, 5, 9, 200, 17}
 		words := (999 + 31) / 32
