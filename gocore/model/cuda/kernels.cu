@@ -107,103 +107,80 @@ __device__ __forceinline__ float acc_bf16x8(float acc, uint4 p, float4 a, float4
     return acc;
 }
 
+// wvec<W>: a row of weights W (uint16_t bf16 bit patterns, or float) read as 16-byte
+// vectors V of 1 << shift weights; acc adds vector j's products with the matching
+// inputs (x4: the input row as float4s) to s, widen is one weight as a float.
+template <typename W> struct wvec;
+template <> struct wvec<uint16_t> {
+    typedef uint4 V;
+    static const int shift = 3;
+    static __device__ __forceinline__ float widen(uint16_t h) { return bf16_to_f32(h); }
+    static __device__ __forceinline__ float acc(float s, V p, const float4 *x4, int j) {
+        float4 a = x4[2 * j], b = x4[2 * j + 1];
+        return acc_bf16x8(s, p, a, b);
+    }
+};
+template <> struct wvec<float> {
+    typedef float4 V;
+    static const int shift = 2;
+    static __device__ __forceinline__ float widen(float f) { return f; }
+    static __device__ __forceinline__ float acc(float s, V p, const float4 *x4, int j) {
+        float4 a = x4[j];
+        return s + (p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w);
+    }
+};
+
 // One warp per output row o: y = Σ_i W[o,i]·x[i] + bias[o] (bias may be null). mode 0
 // stores y, mode 1 adds it to out[o] (the residual stream). Vector loads when cols is a
-// multiple of 8 (every row then starts 16-byte aligned). The _s forms take part part of
-// parts of the row (the warp's share when parts warps split it: every parts-th chunk of
-// 32 vectors), and return that part's sum; parts 1 is the whole row.
-__device__ __forceinline__ float dot_bf16_s(const uint16_t *w, const float *x, int cols, int lane,
-                                            int part, int parts) {
+// multiple of the vector's weights (every row then starts 16-byte aligned). dot_s takes
+// part part of parts of the row (the warp's share when parts warps split it: every
+// parts-th chunk of 32 vectors) and returns that part's sum; parts 1 is the whole row.
+template <typename W>
+__device__ __forceinline__ float dot_s(const W *w, const float *x, int cols, int lane, int part,
+                                       int parts) {
+    typedef wvec<W> R;
     float acc = 0.0f;
     int step = 32 * parts;
-    if ((cols & 7) == 0) {
-        const uint4 *w4 = (const uint4 *)w;
+    if ((cols & ((1 << R::shift) - 1)) == 0) {
+        const typename R::V *wv = (const typename R::V *)w;
         const float4 *x4 = (const float4 *)x;
-        int n8 = cols >> 3;
+        int nv = cols >> R::shift;
 #pragma unroll 4
-        for (int j = lane + 32 * part; j < n8; j += step) {
-            uint4 p = __ldg(w4 + j);
-            float4 a = x4[2 * j], b = x4[2 * j + 1];
-            acc = acc_bf16x8(acc, p, a, b);
-        }
+        for (int j = lane + 32 * part; j < nv; j += step) acc = R::acc(acc, __ldg(wv + j), x4, j);
     } else {
-        for (int i = lane + 32 * part; i < cols; i += step) acc += bf16_to_f32(w[i]) * x[i];
+        for (int i = lane + 32 * part; i < cols; i += step) acc += R::widen(w[i]) * x[i];
     }
     return warp_sum(acc);
 }
 
-__device__ __forceinline__ float dot_f32_s(const float *w, const float *x, int cols, int lane,
-                                           int part, int parts) {
-    float acc = 0.0f;
-    int step = 32 * parts;
-    if ((cols & 3) == 0) {
-        const float4 *w4 = (const float4 *)w;
-        const float4 *x4 = (const float4 *)x;
-        int n4 = cols >> 2;
-#pragma unroll 4
-        for (int j = lane + 32 * part; j < n4; j += step) {
-            float4 p = __ldg(w4 + j), a = x4[j];
-            acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
-        }
-    } else {
-        for (int i = lane + 32 * part; i < cols; i += step) acc += w[i] * x[i];
-    }
-    return warp_sum(acc);
+template <typename W>
+__device__ __forceinline__ float dot(const W *w, const float *x, int cols, int lane) {
+    return dot_s(w, x, cols, lane, 0, 1);
 }
 
-__device__ __forceinline__ float dot_bf16(const uint16_t *w, const float *x, int cols, int lane) {
-    return dot_bf16_s(w, x, cols, lane, 0, 1);
-}
-
-// dot2_*: dot of x with two rows at once (the gate and up rows of a gated MLP), both
-// rows' loads in flight together; each sum is accumulated in the order dot_* uses.
-__device__ __forceinline__ float2 dot2_bf16(const uint16_t *wa, const uint16_t *wb, const float *x,
-                                            int cols, int lane) {
+// dot2: dot of x with two rows at once (the gate and up rows of a gated MLP), both rows'
+// loads in flight together; each sum is accumulated in the order dot uses.
+template <typename W>
+__device__ __forceinline__ float2 dot2(const W *wa, const W *wb, const float *x, int cols, int lane) {
+    typedef wvec<W> R;
     float acc = 0.0f, bcc = 0.0f;
-    if ((cols & 7) == 0) {
-        const uint4 *a4 = (const uint4 *)wa, *b4 = (const uint4 *)wb;
+    if ((cols & ((1 << R::shift) - 1)) == 0) {
+        const typename R::V *av = (const typename R::V *)wa, *bv = (const typename R::V *)wb;
         const float4 *x4 = (const float4 *)x;
-        int n8 = cols >> 3;
+        int nv = cols >> R::shift;
 #pragma unroll 4
-        for (int j = lane; j < n8; j += 32) {
-            uint4 p = __ldg(a4 + j), q = __ldg(b4 + j);
-            float4 a = x4[2 * j], b = x4[2 * j + 1];
-            acc = acc_bf16x8(acc, p, a, b);
-            bcc = acc_bf16x8(bcc, q, a, b);
+        for (int j = lane; j < nv; j += 32) {
+            typename R::V p = __ldg(av + j), q = __ldg(bv + j);
+            acc = R::acc(acc, p, x4, j);
+            bcc = R::acc(bcc, q, x4, j);
         }
     } else {
         for (int i = lane; i < cols; i += 32) {
-            acc += bf16_to_f32(wa[i]) * x[i];
-            bcc += bf16_to_f32(wb[i]) * x[i];
+            acc += R::widen(wa[i]) * x[i];
+            bcc += R::widen(wb[i]) * x[i];
         }
     }
     return make_float2(warp_sum(acc), warp_sum(bcc));
-}
-
-__device__ __forceinline__ float2 dot2_f32(const float *wa, const float *wb, const float *x, int cols,
-                                           int lane) {
-    float acc = 0.0f, bcc = 0.0f;
-    if ((cols & 3) == 0) {
-        const float4 *a4 = (const float4 *)wa, *b4 = (const float4 *)wb;
-        const float4 *x4 = (const float4 *)x;
-        int n4 = cols >> 2;
-#pragma unroll 4
-        for (int j = lane; j < n4; j += 32) {
-            float4 p = __ldg(a4 + j), q = __ldg(b4 + j), a = x4[j];
-            acc += p.x * a.x + p.y * a.y + p.z * a.z + p.w * a.w;
-            bcc += q.x * a.x + q.y * a.y + q.z * a.z + q.w * a.w;
-        }
-    } else {
-        for (int i = lane; i < cols; i += 32) {
-            acc += wa[i] * x[i];
-            bcc += wb[i] * x[i];
-        }
-    }
-    return make_float2(warp_sum(acc), warp_sum(bcc));
-}
-
-__device__ __forceinline__ float dot_f32(const float *w, const float *x, int cols, int lane) {
-    return dot_f32_s(w, x, cols, lane, 0, 1);
 }
 
 __device__ __forceinline__ void store(float *out, int o, float y, const float *bias, int mode) {
@@ -212,36 +189,30 @@ __device__ __forceinline__ void store(float *out, int o, float y, const float *b
     out[o] = y;
 }
 
-extern "C" __global__ void matvec_bf16(float *out, const float *x, const uint16_t *w,
-                                       const float *bias, int rows, int cols, int mode) {
-    int lane = threadIdx.x & 31;
-    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (o >= rows) return;
-    float y = dot_bf16(w + (size_t)o * cols, x, cols, lane);
-    if (lane == 0) store(out, o, y, bias, mode);
-}
-
-extern "C" __global__ void matvec_f32(float *out, const float *x, const float *w,
-                                      const float *bias, int rows, int cols, int mode) {
-    int lane = threadIdx.x & 31;
-    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (o >= rows) return;
-    float y = dot_f32(w + (size_t)o * cols, x, cols, lane);
-    if (lane == 0) store(out, o, y, bias, mode);
-}
+#define MATVEC(NAME, T)                                                                         \
+    extern "C" __global__ void NAME(float *out, const float *x, const T *w, const float *bias, \
+                                    int rows, int cols, int mode) {                            \
+        int lane = threadIdx.x & 31;                                                           \
+        int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        if (o >= rows) return;                                                                 \
+        float y = dot(w + (size_t)o * cols, x, cols, lane);                                    \
+        if (lane == 0) store(out, o, y, bias, mode);                                           \
+    }
+MATVEC(matvec_bf16, uint16_t)
+MATVEC(matvec_f32, float)
 
 // matvec_split: matvec with parts warps per output row (parts 2, 4 or 8; blockDim 256, so
 // 8/parts rows a block), for products of few rows, whose one-warp-per-row grid would leave
 // most of the GPU idle: each warp sums its part, the row's first warp adds the parts in
 // shared memory and stores.
-#define MATVEC_SPLIT(NAME, T, DOTS)                                                             \
+#define MATVEC_SPLIT(NAME, T)                                                                   \
     extern "C" __global__ void NAME(float *out, const float *x, const T *w, const float *bias, \
                                     int rows, int cols, int mode, int parts) {                 \
         __shared__ float part_sum[32];                                                          \
         int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;                                  \
         int o = blockIdx.x * ((blockDim.x >> 5) / parts) + warp / parts, part = warp % parts; \
         float y = 0.0f;                                                                        \
-        if (o < rows) y = DOTS(w + (size_t)o * cols, x, cols, lane, part, parts);             \
+        if (o < rows) y = dot_s(w + (size_t)o * cols, x, cols, lane, part, parts);            \
         if (lane == 0) part_sum[warp] = y;                                                     \
         __syncthreads();                                                                       \
         if (o < rows && part == 0 && lane == 0) {                                              \
@@ -249,12 +220,12 @@ extern "C" __global__ void matvec_f32(float *out, const float *x, const float *w
             store(out, o, y, bias, mode);                                                      \
         }                                                                                      \
     }
-MATVEC_SPLIT(matvec_split_bf16, uint16_t, dot_bf16_s)
-MATVEC_SPLIT(matvec_split_f32, float, dot_f32_s)
+MATVEC_SPLIT(matvec_split_bf16, uint16_t)
+MATVEC_SPLIT(matvec_split_f32, float)
 
 // Up to three projections of the same input in one launch (attention's q, k and v):
 // global row o runs over r0 rows of w0, then r1 of w1, then r2 of w2 (r1, r2 may be 0).
-#define MATVEC3(NAME, T, DOT)                                                                   \
+#define MATVEC3(NAME, T)                                                                        \
     extern "C" __global__ void NAME(const float *x, int cols, float *o0, const T *w0,          \
                                     const float *b0, int r0, float *o1, const T *w1,           \
                                     const float *b1, int r1, float *o2, const T *w2,           \
@@ -273,43 +244,31 @@ MATVEC_SPLIT(matvec_split_f32, float, dot_f32_s)
         } else {                                                                               \
             return;                                                                            \
         }                                                                                      \
-        float y = DOT(w + (size_t)o * cols, x, cols, lane);                                    \
+        float y = dot(w + (size_t)o * cols, x, cols, lane);                                    \
         if (lane == 0) store(out, o, y, b, 0);                                                 \
     }
-MATVEC3(matvec3_bf16, uint16_t, dot_bf16)
-MATVEC3(matvec3_f32, float, dot_f32)
+MATVEC3(matvec3_bf16, uint16_t)
+MATVEC3(matvec3_f32, float)
 
 // The gated MLP's first half for one token: out[o] = act(g·x + bg) ⊙ (u·x + bu), act 0
 // silu (SwiGLU), 1 tanh-GELU (GeGLU).
-extern "C" __global__ void matvec_glu_bf16(float *out, const float *x, const uint16_t *wg,
-                                           const uint16_t *wu, const float *bg, const float *bu,
-                                           int rows, int cols, int act) {
-    int lane = threadIdx.x & 31;
-    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (o >= rows) return;
-    float2 gu = dot2_bf16(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);
-    float g = gu.x, u = gu.y;
-    if (lane == 0) {
-        if (bg) g += bg[o];
-        if (bu) u += bu[o];
-        out[o] = act_mul(act, g, u);
+#define MATVEC_GLU(NAME, T)                                                                     \
+    extern "C" __global__ void NAME(float *out, const float *x, const T *wg, const T *wu,      \
+                                    const float *bg, const float *bu, int rows, int cols,      \
+                                    int act) {                                                 \
+        int lane = threadIdx.x & 31;                                                           \
+        int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
+        if (o >= rows) return;                                                                 \
+        float2 gu = dot2(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);         \
+        float g = gu.x, u = gu.y;                                                              \
+        if (lane == 0) {                                                                       \
+            if (bg) g += bg[o];                                                                \
+            if (bu) u += bu[o];                                                                \
+            out[o] = act_mul(act, g, u);                                                       \
+        }                                                                                      \
     }
-}
-
-extern "C" __global__ void matvec_glu_f32(float *out, const float *x, const float *wg,
-                                          const float *wu, const float *bg, const float *bu,
-                                          int rows, int cols, int act) {
-    int lane = threadIdx.x & 31;
-    int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (o >= rows) return;
-    float2 gu = dot2_f32(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);
-    float g = gu.x, u = gu.y;
-    if (lane == 0) {
-        if (bg) g += bg[o];
-        if (bu) u += bu[o];
-        out[o] = act_mul(act, g, u);
-    }
-}
+MATVEC_GLU(matvec_glu_bf16, uint16_t)
+MATVEC_GLU(matvec_glu_f32, float)
 
 // ---- elementwise helpers of the batched (cuBLAS) path -------------------------------------
 
@@ -467,7 +426,7 @@ __device__ void norm_stage(float *xs, const float *x, const float *w, float eps,
 // dynamic shared memory (4·cols bytes): attention's input norm and its q, k and v
 // projections in one launch. (Asking L2 for the weight rows before the norm made it
 // slower on an H200: 12.2 -> 14.5 µs for the Llama-3.2-1B shape under ncu.)
-#define NORM_MATVEC3(NAME, T, DOT)                                                              \
+#define NORM_MATVEC3(NAME, T)                                                              \
     extern "C" __global__ void NAME(const float *x, const float *nw, float eps, int cols,      \
                                     float *o0, const T *w0, const float *b0, int r0, float *o1, \
                                     const T *w1, const float *b1, int r1, float *o2,           \
@@ -489,14 +448,14 @@ __device__ void norm_stage(float *xs, const float *x, const float *w, float eps,
         }                                                                                      \
         norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         if (!w) return;                                                                        \
-        float y = DOT(w + (size_t)o * cols, xs, cols, lane);                                   \
+        float y = dot(w + (size_t)o * cols, xs, cols, lane);                                   \
         if (lane == 0) store(out, o, y, b, 0);                                                 \
     }
-NORM_MATVEC3(norm_matvec3_bf16, uint16_t, dot_bf16)
-NORM_MATVEC3(norm_matvec3_f32, float, dot_f32)
+NORM_MATVEC3(norm_matvec3_bf16, uint16_t)
+NORM_MATVEC3(norm_matvec3_f32, float)
 
 // norm_glu: matvec_glu of RMSNorm(x), staged as in norm_matvec3.
-#define NORM_GLU(NAME, T, DOT2)                                                                  \
+#define NORM_GLU(NAME, T)                                                                  \
     extern "C" __global__ void NAME(float *out, const float *x, const float *nw, float eps,    \
                                     const T *wg, const T *wu, const float *bg,                 \
                                     const float *bu, int rows, int cols, int act) {            \
@@ -507,7 +466,7 @@ NORM_MATVEC3(norm_matvec3_f32, float, dot_f32)
         int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
         norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         if (o >= rows) return;                                                                 \
-        float2 gu = DOT2(wg + (size_t)o * cols, wu + (size_t)o * cols, xs, cols, lane);       \
+        float2 gu = dot2(wg + (size_t)o * cols, wu + (size_t)o * cols, xs, cols, lane);       \
         float g = gu.x, u = gu.y;                                                              \
         if (lane == 0) {                                                                       \
             if (bg) g += bg[o];                                                                \
@@ -515,8 +474,8 @@ NORM_MATVEC3(norm_matvec3_f32, float, dot_f32)
             out[o] = act_mul(act, g, u);                                                       \
         }                                                                                      \
     }
-NORM_GLU(norm_glu_bf16, uint16_t, dot2_bf16)
-NORM_GLU(norm_glu_f32, float, dot2_f32)
+NORM_GLU(norm_glu_bf16, uint16_t)
+NORM_GLU(norm_glu_f32, float)
 
 // rope_store: rope on q (n rows of qCols) and k (n rows of kvCols) in place, with the
 // arithmetic of rope above, then k and v written into the layer's cache at positions
