@@ -167,25 +167,14 @@ ws ::= [ \t]*
 `
 	text := `{ "k" : "abc déf" }`
 	want := masksAlong(t, compile(t, src, v, engine.WithSharedCache(false)), v, text)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for rep := 0; rep < 2; rep++ {
-				if err := walkMatches(compile(t, src, v), v, text, want); err != nil {
-					errs <- err
-					return
-				}
+	concurrently(t, 4, func(int) error {
+		for rep := 0; rep < 2; rep++ {
+			if err := walkMatches(compile(t, src, v), v, text, want); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+		}
+		return nil
+	})
 }
 
 // TestFirstVisitsConcurrent walks one Grammar from several goroutines at once
@@ -201,17 +190,26 @@ key ::= ([^"\\\x00-\x1Flr] | "\\" ["\\]) [^"\\]* | "l" ([^"\\\x00-\x1Fa] [^"\\]*
 	text := `{"rank":"` + strings.Repeat("some words — ", 5) + `"}`
 	want := masksAlong(t, compile(t, src, v, engine.WithSharedCache(false)), v, text)
 	shared := compile(t, src, v)
+	concurrently(t, 6, func(w int) error {
+		gr := shared
+		if w%2 == 1 {
+			gr = compile(t, src, v)
+		}
+		return walkMatches(gr, v, text, want)
+	})
+}
+
+// concurrently runs f(0) .. f(n-1) on n goroutines and fails the test with every error
+// they return, each naming its goroutine.
+func concurrently(t *testing.T, n int, f func(w int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := 0; w < 6; w++ {
+	errs := make(chan error, n)
+	for w := 0; w < n; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gr := shared
-			if w%2 == 1 {
-				gr = compile(t, src, v)
-			}
-			if err := walkMatches(gr, v, text, want); err != nil {
+			if err := f(w); err != nil {
 				errs <- fmt.Errorf("goroutine %d: %w", w, err)
 			}
 		}()
