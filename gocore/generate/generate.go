@@ -15,6 +15,7 @@ import (
 	"github.com/tetherlm/tether/gocore/sampling"
 	"github.com/tetherlm/tether/gocore/schema"
 	"github.com/tetherlm/tether/gocore/tokenizer"
+	"github.com/tetherlm/tether/gocore/tokenmask"
 	"github.com/tetherlm/tether/gocore/vocab"
 	"gorgonia.org/tensor"
 )
@@ -298,25 +299,33 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 	// the id comes back): the same pick as the session's argmax, end tokens excluded
 	// by a mask under IgnoreEOG.
 	greedy := matcher == nil && sess.PicksArgmax()
-	var allowed []uint32
+	var allowed tokenmask.Mask
 	if greedy && opts.IgnoreEOG {
-		allowed = allBut(cfg.VocabSize, eog)
+		allowed = tokenmask.New(cfg.VocabSize)
+		allowed.Fill(cfg.VocabSize)
+		for _, id := range eog {
+			allowed.Unset(id)
+		}
 	}
 	st := g.state
 	st.Reset()
+	// forward runs ids: the greedy pick in pick, or the logits in logits.
+	var logits *tensor.Dense
+	pick := -1
+	forward := func(ids []int) (err error) {
+		if greedy {
+			pick, err = g.model.ForwardArgmax(st, ids, allowed)
+		} else {
+			logits, err = g.model.Forward(st, ids)
+		}
+		return err
+	}
 	t0 := time.Now()
 	stepStart := t0
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	var logits *tensor.Dense
-	pick := -1
-	if greedy {
-		pick, err = g.model.ForwardArgmax(st, prompt, allowed)
-	} else {
-		logits, err = g.model.Forward(st, prompt)
-	}
-	if err != nil {
+	if err := forward(prompt); err != nil {
 		return res, err
 	}
 	for step := 0; ; step++ {
@@ -374,32 +383,10 @@ func (g *Generator) GenerateIDs(ctx context.Context, prompt []int, opts Options)
 			return res, err
 		}
 		stepStart = time.Now()
-		if greedy {
-			pick, err = g.model.ForwardArgmax(st, []int{id}, allowed)
-		} else {
-			logits, err = g.model.Forward(st, []int{id})
-		}
-		if err != nil {
+		if err := forward([]int{id}); err != nil {
 			return res, err
 		}
 		res.DecodeSteps++
 	}
 	return res, nil
-}
-
-// allBut is a token mask of a vocabulary of n tokens allowing all but ids.
-func allBut(n int, ids []int) []uint32 {
-	m := make([]uint32, (n+31)/32)
-	for i := range m {
-		m[i] = ^uint32(0)
-	}
-	if r := n % 32; r != 0 {
-		m[len(m)-1] = 1<<r - 1
-	}
-	for _, id := range ids {
-		if id >= 0 && id < n {
-			m[id/32] &^= 1 << (id % 32)
-		}
-	}
-	return m
 }
