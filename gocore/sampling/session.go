@@ -150,6 +150,9 @@ func (s *Session) sampleArgmax(logits []float32) (int, error) {
 	var id int
 	var err error
 	if s.grammar != nil && s.grammarFirst {
+		if err := badLogits(logits); err != nil {
+			return -1, err
+		}
 		id, err = s.maskedArgmax(logits)
 	} else {
 		if id, err = argmaxLogits(logits); err != nil {
@@ -234,12 +237,9 @@ func argmaxLogits(logits []float32) (int, error) {
 }
 
 // maskedArgmax fills the grammar's mask and returns the lowest id of highest logit
-// among the allowed tokens (ErrGrammarRejectsAll when there is none). Every logit is
-// checked, as SetLogits checks them.
+// among the allowed tokens (ErrGrammarRejectsAll when there is none). The caller has
+// checked every logit (badLogits or argmaxLogits), as SetLogits checks them.
 func (s *Session) maskedArgmax(logits []float32) (int, error) {
-	if _, err := argmaxLogits(logits); err != nil {
-		return -1, err
-	}
 	m, err := s.fillMask(len(logits))
 	if err != nil {
 		return -1, err
