@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"gorgonia.org/tensor"
+
+	"github.com/tetherlm/tether/gocore/tokenmask"
 )
 
 // Model is a loaded Llama-family decoder: its config, its weights (handles held by an
@@ -496,21 +498,15 @@ type argmaxCall struct {
 	mask []uint32
 }
 
-// argmaxAllowed is ForwardArgmax's pick on the host.
+// argmaxAllowed is ForwardArgmax's pick on the host: the sampler's (tokenmask.Argmax,
+// ArgmaxIn), so greedy decoding picks the same token whichever way it goes.
 func argmaxAllowed(logits []float32, mask []uint32) (int, error) {
-	inf := float32(math.Inf(1))
-	best := -1
-	var bestL float32
-	for i, l := range logits {
-		if !(l < inf) {
-			return 0, fmt.Errorf("model: logit of token %d is not a number below +Inf", i)
-		}
-		if mask != nil && mask[i>>5]>>(i&31)&1 == 0 {
-			continue
-		}
-		if best < 0 || l > bestL {
-			best, bestL = i, l
-		}
+	best, bad := tokenmask.Argmax(logits)
+	if bad >= 0 {
+		return 0, fmt.Errorf("model: logit of token %d is not a number below +Inf", bad)
+	}
+	if mask != nil {
+		best = tokenmask.ArgmaxIn(logits, mask)
 	}
 	return best, nil
 }

@@ -1,11 +1,6 @@
 package sampling
 
-import (
-	"math"
-	mathbits "math/bits"
-
-	"github.com/tetherlm/tether/gocore/tokenmask"
-)
+import "github.com/tetherlm/tether/gocore/tokenmask"
 
 // Grammar is what grammar-aware sampling needs from a grammar matcher
 // (gocore/engine's Matcher satisfies it). Token ids index the logits row.
@@ -183,57 +178,13 @@ func (s *Session) sampleArgmax(logits []float32) (int, error) {
 	return id, nil
 }
 
-// argmaxLogits returns the lowest index of the highest logit, or SetLogits's error
-// for a NaN or +Inf logit. Four stripes keep their own running maximum, so the scan is
-// not one chain of dependent compares; each keeps its first maximum, and the stripes
-// are merged by value, then by index.
+// argmaxLogits is tokenmask.Argmax with SetLogits's error for a NaN or +Inf logit.
 func argmaxLogits(logits []float32) (int, error) {
-	inf := float32(math.Inf(1))
-	var bestL [4]float32
-	var best [4]int
-	for k := range bestL {
-		bestL[k], best[k] = float32(math.Inf(-1)), -1
-	}
-	bad := false
-	n := len(logits)
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		l := logits[i : i+4 : i+4]
-		if !(l[0] < inf && l[1] < inf && l[2] < inf && l[3] < inf) {
-			bad = true
-		}
-		if l[0] > bestL[0] || best[0] < 0 {
-			bestL[0], best[0] = l[0], i
-		}
-		if l[1] > bestL[1] || best[1] < 0 {
-			bestL[1], best[1] = l[1], i+1
-		}
-		if l[2] > bestL[2] || best[2] < 0 {
-			bestL[2], best[2] = l[2], i+2
-		}
-		if l[3] > bestL[3] || best[3] < 0 {
-			bestL[3], best[3] = l[3], i+3
-		}
-	}
-	for ; i < n; i++ {
-		l := logits[i]
-		if !(l < inf) {
-			bad = true
-		}
-		if k := i & 3; l > bestL[k] || best[k] < 0 {
-			bestL[k], best[k] = l, i
-		}
-	}
-	if bad {
+	best, bad := tokenmask.Argmax(logits)
+	if bad >= 0 {
 		return -1, badLogits(logits)
 	}
-	id := -1
-	for k := range best {
-		if best[k] >= 0 && (id < 0 || bestL[k] > logits[id] || (bestL[k] == logits[id] && best[k] < id)) {
-			id = best[k]
-		}
-	}
-	return id, nil
+	return best, nil
 }
 
 // maskedArgmax fills the grammar's mask and returns the lowest id of highest logit
@@ -244,20 +195,7 @@ func (s *Session) maskedArgmax(logits []float32) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	best := -1
-	var bestL float32
-	for w, bits := range m {
-		for bits != 0 {
-			i := w*32 + mathbits.TrailingZeros32(bits)
-			bits &= bits - 1
-			if i >= len(logits) {
-				break
-			}
-			if l := logits[i]; best < 0 || l > bestL {
-				best, bestL = i, l
-			}
-		}
-	}
+	best := tokenmask.ArgmaxIn(logits, m)
 	if best < 0 {
 		return -1, ErrGrammarRejectsAll
 	}
