@@ -223,6 +223,18 @@ MATVEC(matvec_f32, float)
 MATVEC_SPLIT(matvec_split_bf16, uint16_t)
 MATVEC_SPLIT(matvec_split_f32, float)
 
+// glu_store: lane 0 stores out[o] = act(g + bg[o]) ⊙ (u + bu[o]) for the row's sums gu
+// (the biases may be null).
+__device__ __forceinline__ void glu_store(float *out, int o, int lane, float2 gu, const float *bg,
+                                          const float *bu, int act) {
+    if (lane == 0) {
+        float g = gu.x, u = gu.y;
+        if (bg) g += bg[o];
+        if (bu) u += bu[o];
+        out[o] = act_mul(act, g, u);
+    }
+}
+
 // Up to three projections of the same input in one launch (attention's q, k and v):
 // global row o runs over r0 rows of w0, then r1 of w1, then r2 of w2 (r1, r2 may be 0).
 #define MATVEC3(NAME, T)                                                                        \
@@ -260,12 +272,7 @@ MATVEC3(matvec3_f32, float)
         int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                           \
         if (o >= rows) return;                                                                 \
         float2 gu = dot2(wg + (size_t)o * cols, wu + (size_t)o * cols, x, cols, lane);         \
-        float g = gu.x, u = gu.y;                                                              \
-        if (lane == 0) {                                                                       \
-            if (bg) g += bg[o];                                                                \
-            if (bu) u += bu[o];                                                                \
-            out[o] = act_mul(act, g, u);                                                       \
-        }                                                                                      \
+        glu_store(out, o, lane, gu, bg, bu, act);                                              \
     }
 MATVEC_GLU(matvec_glu_bf16, uint16_t)
 MATVEC_GLU(matvec_glu_f32, float)
@@ -467,12 +474,7 @@ NORM_MATVEC3(norm_matvec3_f32, float)
         norm_stage(xs, x, nw, eps, cols, sh);                                                  \
         if (o >= rows) return;                                                                 \
         float2 gu = dot2(wg + (size_t)o * cols, wu + (size_t)o * cols, xs, cols, lane);       \
-        float g = gu.x, u = gu.y;                                                              \
-        if (lane == 0) {                                                                       \
-            if (bg) g += bg[o];                                                                \
-            if (bu) u += bu[o];                                                                \
-            out[o] = act_mul(act, g, u);                                                       \
-        }                                                                                      \
+        glu_store(out, o, lane, gu, bg, bu, act);                                              \
     }
 NORM_GLU(norm_glu_bf16, uint16_t)
 NORM_GLU(norm_glu_f32, float)
