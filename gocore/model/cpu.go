@@ -37,11 +37,13 @@ type CPU struct {
 	int8    bool         // WithInt8Products: matrices quantized to 8 bits at Upload
 	xq      q8Input      // a one-token product's input, quantized (8-bit weights)
 	xb      q8Batch      // a several-token product's input, quantized (gemm6x16Q8)
+	b12     int8         // WithB12Panels: 1 on, -1 off, 0 where the kernels are assembly
 }
 
 // cpuScratch is one worker's buffers.
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
+	pbuf, pbuf2 []uint16  // a b12 panel decoded to bf16 pairs (prefill, bf16 math)
 	tile, tile2 [gemmRows * panelW]float32
 	run, run2   []float32 // a run of panels' outputs (decode)
 	scores      []float32 // attention scores
@@ -77,6 +79,25 @@ func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
 // weights, biases) stay float32.
 func WithInt8Products() CPUOption { return func(c *CPU) { c.int8 = true } }
 
+// WithB12Panels stores bf16 weight matrices as b12 panels (on) or as 16-bit panels
+// (off). b12 keeps every bf16 value exactly in 12 bits plus a per-panel table (see
+// b12.go), so decode, bound by memory, reads about a quarter fewer bytes; results are
+// the same products of the same values. The default is on where the CPU has the
+// AVX512_VBMI kernels that read b12, off elsewhere (the portable Go reader is slower
+// than reading 16-bit panels). A matrix whose panels have too many weights outside
+// their tables stays in 16-bit panels either way.
+func WithB12Panels(on bool) CPUOption {
+	return func(c *CPU) {
+		c.b12 = -1
+		if on {
+			c.b12 = 1
+		}
+	}
+}
+
+// useB12 reports whether bf16 matrices are stored as b12 panels.
+func (c *CPU) useB12() bool { return c.b12 == 1 || c.b12 == 0 && c.kern.b12Native }
+
 // bf16Math reports whether products of bf16 weights by several tokens use bf16 math.
 func (c *CPU) bf16Math() bool { return c.bf16 && c.kern.gemm6x16BF16 != nil }
 
@@ -106,21 +127,26 @@ func (c *CPU) Name() string {
 	if c.int8 {
 		return fmt.Sprintf("cpu (%d threads, %s, int8 weights: %s)", c.threads, c.kern.name, c.kern.q8name)
 	}
+	extra := ""
 	if c.bf16Math() {
-		return fmt.Sprintf("cpu (%d threads, %s, bf16 math)", c.threads, c.kern.name)
+		extra += ", bf16 math"
 	}
-	return fmt.Sprintf("cpu (%d threads, %s)", c.threads, c.kern.name)
+	if c.useB12() {
+		extra += ", b12 bf16 panels"
+	}
+	return fmt.Sprintf("cpu (%d threads, %s%s)", c.threads, c.kern.name, extra)
 }
 
 // cpuWeight is a host matrix in panels.
 type cpuWeight struct {
 	name       string
 	rows, cols int
-	f32        []float32 // packed panels (float32 weights)
-	bf         []uint16  // packed panels (bfloat16 weights)
-	pairs      bool      // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math)
-	q8         []byte    // packed q8 panels (8-bit weights, see q8.go)
-	vec        []float32 // the row of a [1, n] weight (norm weights, biases)
+	f32        []float32   // packed panels (float32 weights)
+	bf         []uint16    // packed panels (bfloat16 weights)
+	pairs      bool        // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math); b12: prefill decodes it to pairs
+	b12        *b12Weights // bf16 weights in b12 panels (WithB12Panels)
+	q8         []byte      // packed q8 panels (8-bit weights, see q8.go)
+	vec        []float32   // the row of a [1, n] weight (norm weights, biases)
 }
 
 // bfPanel returns panel p of a bf16 weight, in its layout ([cols][16], or pairs).
@@ -130,6 +156,29 @@ func (w *cpuWeight) bfPanel(p int) []uint16 {
 		size = pairPanelSize(w.cols)
 	}
 	return w.bf[p*size : (p+1)*size]
+}
+
+// WeightFormat describes how the engine stores w: "f32", "bf16", "bf16 pairs" (bf16
+// math), "b12 (N exceptions)" (see WithB12Panels), "int8" or "vector" (a [1, n] weight),
+// or an error for a weight another engine uploaded.
+func (c *CPU) WeightFormat(w Weight) (string, error) {
+	cw, err := c.weight(w)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case cw.rows == 1:
+		return "vector", nil
+	case cw.q8 != nil:
+		return "int8", nil
+	case cw.b12 != nil:
+		return fmt.Sprintf("b12 (%d exceptions)", len(cw.b12.exc)), nil
+	case cw.pairs:
+		return "bf16 pairs", nil
+	case cw.bf != nil:
+		return "bf16", nil
+	}
+	return "f32", nil
 }
 
 func (w *cpuWeight) Name() string        { return w.name }
@@ -157,6 +206,15 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
 		get := func(r int) []uint16 { return d[r*w.cols:] }
+		if w.rows > 1 && c.useB12() {
+			// A matrix that does not fit (too many exceptions) leaves its b12 bytes
+			// unused in the arena: rare, and at most three quarters of its bf16 size.
+			size := w.panels() * b12PanelBytes(w.cols)
+			if b, ok := packB12(c.pool, arenaSlice[byte](&c.arena, size), w.rows, w.cols, get); ok {
+				w.b12, w.pairs = &b, c.bf16Math()
+				break
+			}
+		}
 		if c.bf16Math() { // the layout the bf16 GEMM reads; decode reads it as well
 			w.bf, w.pairs = packPairPanels(c.pool, arenaSlice[uint16](&c.arena, pairPanelsLen(w.rows, w.cols)), w.rows, w.cols, get), true
 		} else {
@@ -364,10 +422,10 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 	kp := (k + 1) / 2
 	o0 := p * panelW
 	width := min(panelW, w.rows-o0)
-	wp := w.bfPanel(p)
+	wp := c.pairPanel(w, p, &s.pbuf)
 	var up []uint16
 	if it.up != nil {
-		up = it.up.bfPanel(p)
+		up = c.pairPanel(it.up, p, &s.pbuf2)
 	}
 	for b := 0; b < n; b += gemmRows {
 		xb := in.rows[b*in.kpad:]
@@ -380,6 +438,22 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 		}
 		c.emitBlock(s, it, b, n, o0, width, up != nil)
 	}
+}
+
+// pairPanel returns panel p of a weight stored for bf16 math (w.pairs): its packed
+// pairs, or its b12 panel decoded into buf with the exceptions in place.
+func (c *CPU) pairPanel(w *cpuWeight, p int, buf *[]uint16) []uint16 {
+	if w.b12 == nil {
+		return w.bfPanel(p)
+	}
+	k := w.cols
+	*buf = growU16(*buf, pairPanelSize(k))
+	c.kern.decodeB12Pairs(*buf, w.b12.panel(p, k), k)
+	for _, e := range w.b12.excs(p) {
+		i, j := int(e.at)/panelW, int(e.at)%panelW
+		(*buf)[((i/2)*panelW+j)*2+i%2] = uint16(math.Float32bits(e.val) >> 16)
+	}
+	return *buf
 }
 
 // panelQ8 is panel for q8 weights with the integer GEMM: the quantized input c.xb
@@ -449,6 +523,14 @@ func (c *CPU) gemvPanels(w *cpuWeight, p0, cnt int, x, out []float32) {
 	case w.q8 != nil:
 		size := q8PanelBytes(k)
 		c.kern.gemvQ8(&c.xq, w.q8[p0*size:(p0+cnt)*size], out, cnt)
+	case w.b12 != nil:
+		size := b12PanelBytes(k)
+		c.kern.gemvB12(x, w.b12.data[p0*size:(p0+cnt)*size], k, out, cnt)
+		for p := 0; p < cnt; p++ {
+			for _, e := range w.b12.excs(p0 + p) {
+				out[p*panelW+int(e.at)%panelW] += e.val * x[e.at/panelW]
+			}
+		}
 	case w.pairs:
 		for p := 0; p < cnt; p++ {
 			c.kern.gemvPairs(x, w.bfPanel(p0+p), k, out[p*panelW:])
@@ -492,6 +574,14 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 		*buf = growFloats(*buf, k*panelW)
 		size := q8PanelBytes(k)
 		c.kern.dequantQ8(*buf, w.q8[p*size:(p+1)*size], k)
+		return *buf
+	}
+	if w.b12 != nil {
+		*buf = growFloats(*buf, pairPanelSize(k))
+		c.kern.decodeB12(*buf, w.b12.panel(p, k), k)
+		for _, e := range w.b12.excs(p) {
+			(*buf)[e.at] = e.val
+		}
 		return *buf
 	}
 	if w.bf == nil {
@@ -948,6 +1038,16 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int, scale float32) error 
 			panel := cw.q8[p*size : (p+1)*size]
 			for j := range d {
 				d[j] = q8Value(panel, r, j)
+			}
+		} else if cw.b12 != nil {
+			panel := cw.b12.panel(p, cols)
+			for j := range d {
+				d[j] = bf16Float(b12Bits(panel, j, r))
+			}
+			for _, e := range cw.b12.excs(p) {
+				if int(e.at)%panelW == r {
+					d[e.at/panelW] = e.val
+				}
 			}
 		} else if cw.pairs {
 			base = p * pairPanelSize(cols)

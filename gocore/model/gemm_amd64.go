@@ -54,6 +54,7 @@ func asmKernels() (kernels, bool) {
 	}
 	bf16Kernels(&k)
 	q8Kernels(&k)
+	b12Kernels(&k)
 	return k, true
 }
 

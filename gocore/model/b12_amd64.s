@@ -1,0 +1,183 @@
+
+#include "textflag.h"
+
+// The b12 kernels (see b12.go): a panel's 4-bit indices become high bytes through
+// VPSHUFB on its 16-byte table (X10), and VPERMT2B interleaves them with the low
+// bytes (b12f32: as float32, bytes [0, 0, lo, hi]; b12pairs: as bf16 pairs of two
+// columns). VEX-encoded 128/256-bit loads zero the rest of the ZMM register, so the
+// index 16 (b12f32) reads a zero byte. AVX512F + AVX512_VBMI.
+
+DATA b12f32<>+0(SB)/8, $0x4101101040001010
+DATA b12f32<>+8(SB)/8, $0x4303101042021010
+DATA b12f32<>+16(SB)/8, $0x4505101044041010
+DATA b12f32<>+24(SB)/8, $0x4707101046061010
+DATA b12f32<>+32(SB)/8, $0x4909101048081010
+DATA b12f32<>+40(SB)/8, $0x4b0b10104a0a1010
+DATA b12f32<>+48(SB)/8, $0x4d0d10104c0c1010
+DATA b12f32<>+56(SB)/8, $0x4f0f10104e0e1010
+GLOBL b12f32<>(SB), RODATA|NOPTR, $64
+
+DATA b12pairs<>+0(SB)/8, $0x5111410150104000
+DATA b12pairs<>+8(SB)/8, $0x5313430352124202
+DATA b12pairs<>+16(SB)/8, $0x5515450554144404
+DATA b12pairs<>+24(SB)/8, $0x5717470756164606
+DATA b12pairs<>+32(SB)/8, $0x5919490958184808
+DATA b12pairs<>+40(SB)/8, $0x5b1b4b0b5a1a4a0a
+DATA b12pairs<>+48(SB)/8, $0x5d1d4d0d5c1c4c0c
+DATA b12pairs<>+56(SB)/8, $0x5f1f4f0f5e1e4e0e
+GLOBL b12pairs<>(SB), RODATA|NOPTR, $64
+
+// func gemvB12AVX512(x *float32, w *byte, kp int, c *float32, panels int, psize int)
+// c[p*16+j] = Σ_{i<2kp} x[i]·w_p[i][j] for p < panels (panels psize bytes apart),
+// without exceptions; pairs alternate between two pairs of sums (Z16/Z17, Z18/Z19),
+// added at the end as gemvB12Go does. kp >= 1.
+TEXT ·gemvB12AVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), R9
+	MOVQ w+8(FP), BX
+	MOVQ kp+16(FP), R10
+	MOVQ c+24(FP), DX
+	MOVQ panels+32(FP), R11
+	MOVQ psize+40(FP), R12
+	MOVQ $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ AX, X11
+	VPBROADCASTQ X11, X11
+	VMOVDQU64 b12f32<>(SB), Z20
+
+b12gpanel:
+	VMOVDQU (BX), X10
+	LEAQ 16(BX), SI
+	MOVQ R9, DI
+	MOVQ R10, CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	CMPQ CX, $2
+	JLT  b12gtail
+
+b12gloop:
+	VMOVDQU 0(SI), X4
+	VPSRLW $4, X4, X5
+	VPAND X11, X4, X4
+	VPAND X11, X5, X5
+	VPSHUFB X4, X10, X4
+	VPSHUFB X5, X10, X5
+	VMOVDQU 16(SI), X6
+	VMOVDQU 32(SI), X7
+	VPERMT2B Z4, Z20, Z6
+	VPERMT2B Z5, Z20, Z7
+	VBROADCASTSS 0(DI), Z8
+	VBROADCASTSS 4(DI), Z9
+	VFMADD231PS Z6, Z8, Z16
+	VFMADD231PS Z7, Z9, Z17
+	VMOVDQU 48(SI), X12
+	VPSRLW $4, X12, X13
+	VPAND X11, X12, X12
+	VPAND X11, X13, X13
+	VPSHUFB X12, X10, X12
+	VPSHUFB X13, X10, X13
+	VMOVDQU 64(SI), X14
+	VMOVDQU 80(SI), X15
+	VPERMT2B Z12, Z20, Z14
+	VPERMT2B Z13, Z20, Z15
+	VBROADCASTSS 8(DI), Z21
+	VBROADCASTSS 12(DI), Z22
+	VFMADD231PS Z14, Z21, Z18
+	VFMADD231PS Z15, Z22, Z19
+	ADDQ $96, SI
+	ADDQ $16, DI
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  b12gloop
+
+b12gtail:
+	TESTQ CX, CX
+	JZ    b12gdone
+	VMOVDQU 0(SI), X4
+	VPSRLW $4, X4, X5
+	VPAND X11, X4, X4
+	VPAND X11, X5, X5
+	VPSHUFB X4, X10, X4
+	VPSHUFB X5, X10, X5
+	VMOVDQU 16(SI), X6
+	VMOVDQU 32(SI), X7
+	VPERMT2B Z4, Z20, Z6
+	VPERMT2B Z5, Z20, Z7
+	VBROADCASTSS 0(DI), Z8
+	VBROADCASTSS 4(DI), Z9
+	VFMADD231PS Z6, Z8, Z16
+	VFMADD231PS Z7, Z9, Z17
+
+b12gdone:
+	VADDPS Z18, Z16, Z16
+	VADDPS Z19, Z17, Z17
+	VADDPS Z17, Z16, Z16
+	VMOVUPS Z16, (DX)
+	ADDQ $64, DX
+	ADDQ R12, BX
+	DECQ R11
+	JNZ  b12gpanel
+	VZEROUPPER
+	RET
+
+// func decodeB12AVX512(dst *float32, w *byte, kp int)
+// dst[i*16+j] = w[i][j] as float32 for i < 2kp, without exceptions. kp >= 1.
+TEXT ·decodeB12AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DX
+	MOVQ w+8(FP), BX
+	MOVQ kp+16(FP), CX
+	MOVQ $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ AX, X11
+	VPBROADCASTQ X11, X11
+	VMOVDQU64 b12f32<>(SB), Z20
+	VMOVDQU (BX), X10
+	LEAQ 16(BX), SI
+
+b12dloop:
+	VMOVDQU 0(SI), X4
+	VPSRLW $4, X4, X5
+	VPAND X11, X4, X4
+	VPAND X11, X5, X5
+	VPSHUFB X4, X10, X4
+	VPSHUFB X5, X10, X5
+	VMOVDQU 16(SI), X6
+	VMOVDQU 32(SI), X7
+	VPERMT2B Z4, Z20, Z6
+	VPERMT2B Z5, Z20, Z7
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ $48, SI
+	ADDQ $128, DX
+	DECQ CX
+	JNZ  b12dloop
+	VZEROUPPER
+	RET
+
+// func decodeB12PairsAVX512(dst *uint16, w *byte, kp int)
+// dst[((i/2)*16+j)*2+i%2] = w[i][j] for i < 2kp (bf16 bits), without exceptions. kp >= 1.
+TEXT ·decodeB12PairsAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DX
+	MOVQ w+8(FP), BX
+	MOVQ kp+16(FP), CX
+	MOVQ $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ AX, X11
+	VPBROADCASTQ X11, Y11
+	VMOVDQU64 b12pairs<>(SB), Z20
+	VBROADCASTI128 (BX), Y10
+	LEAQ 16(BX), SI
+
+b12ploop:
+	VMOVDQU (SI), X4
+	VPSRLW $4, X4, X5
+	VINSERTI128 $1, X5, Y4, Y4
+	VPAND Y11, Y4, Y4
+	VPSHUFB Y4, Y10, Y4
+	VMOVDQU 16(SI), Y6
+	VPERMT2B Z4, Z20, Z6
+	VMOVDQU64 Z6, (DX)
+	ADDQ $48, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  b12ploop
+	VZEROUPPER
+	RET
