@@ -10,10 +10,12 @@ tokenizer never produces (gocore/vocab treats them as such) and the products hav
 SmolLM's sizes.
 
 Then, per dtype, in the same run and with the same number of threads (2 unless --threads):
-- Go: `tether generate --temp 0 --ignore-eog` on that checkpoint (bf16 weights stay bf16
-  in memory), reading its prefill and decode tokens/s; for bf16 also with --bf16-math
-  (the prefill rounds its inputs to bf16 and multiplies in bf16, AVX512-BF16, as PyTorch
-  computes a bf16 model; without it Go multiplies bf16 weights by float32 inputs exactly);
+- Go: `tether generate --temp 0 --ignore-eog` on that checkpoint, reading its prefill and
+  decode tokens/s. bf16 weights stay bf16 in memory, in b12 panels where the CPU has
+  AVX512_VBMI (every bf16 value exactly, in 12 bits: see gocore/model/b12.go; decode
+  multiplies them by float32 inputs exactly); by default the prefill rounds its inputs
+  to bf16 and multiplies in bf16 (AVX512-BF16), as PyTorch and llama.cpp compute a bf16
+  model; for bf16 also with --exact-bf16 (prefill multiplies float32 inputs exactly);
 - PyTorch: the model in that dtype (bf16 weights and activations for bf16; MKL and
   oneDNN kernels, SDPA attention), one forward over the prompt keeping only the last
   position's logits (logits_to_keep=1, as `generate` does) for prefill, then one forward
@@ -48,7 +50,9 @@ written per second, best of 10 trials with 1 and with --threads threads), comput
 step must read (every weight once, the tied embedding once as the output layer, and on
 average half the KV cache the run fills) and prints the bound bandwidth/bytes in
 tokens/s and the fraction of it each decode reaches (8-bit: 34 bytes per 32 weights, as Q8_0
-stores them and `--weights int8` does).
+stores them and `--weights int8` does). When Go reports b12 panels, a second bound for
+the bytes Go reads (12 bits per matrix weight and a 16-byte table per 16 rows) is printed
+with Go's fraction of it.
 
     .venv/bin/python tests_py/bench_model.py [--prompt-tokens 128] [--decode-tokens 64]
         [--repeat 5] [--dtypes f32,bf16,int8] [--llamacpp DRIVER --gguf-py DIR]
@@ -136,8 +140,8 @@ def run_go(model: Path, text: str, decode: int, threads: int, extra: tuple[str, 
         sys.exit(f"tether generate failed:\n{proc.stderr}")
     out = json.loads(proc.stdout)
     if with_ids:
-        return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"], out["ids"]
-    return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"]
+        return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"], out["ids"], out["engine"]
+    return out["prefill_tok_s"], out["decode_tok_s"], out["prompt_ids"], out["engine"]
 
 
 def run_llamacpp(driver: Path, gguf: Path, ids: list[int], decode: int, threads: int) -> tuple[float, float, list[int]]:
@@ -222,13 +226,19 @@ def bandwidth(threads: int, mib: int = 256, repeat: int = 10) -> float:
 
 
 def decode_bytes(cfg: dict, dtype: str, prompt: int, decode: int) -> float:
-    """Bytes one decode step reads on average: weights once, plus the KV cache (f32)."""
+    """Bytes one decode step reads on average: weights once, plus the KV cache (f32).
+    dtype b12: bf16 matrices in b12 panels (1.5 bytes per weight, 16 per panel of 16
+    rows), norm weights as bf16."""
     h, i, v, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     hd = h // cfg["num_attention_heads"]
     kv = cfg["num_key_value_heads"] * hd
     per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
     params = n * per_layer + v * h + h  # tied: the embedding is read once, as lm_head
-    wbytes = params * {"bf16": 2, "f32": 4, "int8": 34 / 32}[dtype]
+    if dtype == "b12":
+        norms = (2 * n + 1) * h
+        wbytes = (params - norms) * 1.5 + (params - norms) / (16 * h) * 16 + norms * 2
+    else:
+        wbytes = params * {"bf16": 2, "f32": 4, "int8": 34 / 32}[dtype]
     avg_pos = prompt + decode / 2
     return wbytes + n * 2 * kv * avg_pos * 4
 
@@ -304,23 +314,23 @@ def main() -> None:
             if gguf:
                 run_llamacpp(args.llamacpp, gguf, ids, 2, args.threads)
 
-            # bf16: also Go with --bf16-math (prefill in bf16 as PyTorch computes it)
+            # bf16: also Go with --exact-bf16 (prefill multiplies float32 inputs exactly)
             math16 = dt == "bf16"
             if math16:
-                run_go(d, text, 2, args.threads, ("--bf16-math",))
+                run_go(d, text, 2, args.threads, ("--exact-bf16",))
             go_pre, go_dec, m_pre, m_dec, l_pre, l_dec = [], [], [], [], [], []
             go_out: list[int] = []
             l_out: list[int] = []
             t_pre: dict[int, list[float]] = {n: [] for n in torch_threads}
             t_dec: dict[int, list[float]] = {n: [] for n in torch_threads}
             for _ in range(args.repeat):  # interleaved, so drift in the machine hits every side
-                p, dcd, go_ids, go_out = run_go(d, text, args.decode_tokens, args.threads, go_extra, with_ids=True)
+                p, dcd, go_ids, go_out, engine = run_go(d, text, args.decode_tokens, args.threads, go_extra, with_ids=True)
                 if go_ids != ids:
                     sys.exit("Go tokenized the prompt differently from the tokenizers package")
                 go_pre.append(p)
                 go_dec.append(dcd)
                 if math16:
-                    p, dcd, _ = run_go(d, text, args.decode_tokens, args.threads, ("--bf16-math",))
+                    p, dcd, _, _ = run_go(d, text, args.decode_tokens, args.threads, ("--exact-bf16",))
                     m_pre.append(p)
                     m_dec.append(dcd)
                 if gguf:
@@ -342,7 +352,12 @@ def main() -> None:
                 f"{dt}{' (go --weights int8, llama.cpp Q8_0)' if dt == 'int8' else ''}:",
                 f"  decode bound: {nbytes / 1e6:.0f} MB read per token -> {bound:.1f} tok/s at {bw / 1e9:.1f} GB/s",
                 f"  decode   go {summary(go_dec)} = {med(go_dec) / bound:.0%} of bound",
+                f"  go engine: {engine}",
             ]
+            if "b12" in engine and dt == "bf16":
+                b12 = decode_bytes(cfg, "b12", len(ids), args.decode_tokens)
+                lines.append(f"  go reads b12 panels: {b12 / 1e6:.0f} MB per token -> {bw / b12:.1f} tok/s; "
+                             f"go = {med(go_dec) / (bw / b12):.0%} of that bound")
             if gguf:
                 lines.append(f"           llama.cpp {summary(l_dec)} = {med(l_dec) / bound:.0%} of bound")
             if with_torch:
@@ -365,7 +380,7 @@ def main() -> None:
                 ]
             if math16:
                 lines += [
-                    f"  go --bf16-math (prefill inputs rounded to bf16, as torch does):",
+                    f"  go --exact-bf16 (prefill multiplies float32 inputs exactly):",
                     f"  decode   go {summary(m_dec)}   ratio go/torch {med(m_dec) / med(torch_dec):.2f}x"
                     + (f", go/llama.cpp {med(m_dec) / med(l_dec):.2f}x" if gguf else ""),
                     f"  prefill  go {summary(m_pre)}   ratio go/torch {med(m_pre) / med(torch_pre):.2f}x"

@@ -236,12 +236,18 @@ def prompt_ids(spec: Spec) -> list[int]:
 def test_logits_every_position(tiny: tuple[Spec, Path], tmp_path: Path) -> None:
     spec, d = tiny
     ids = prompt_ids(spec)
-    out = tmp_path / "logits.f32"
-    tether("logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out))
     vocab = json.loads((d / "config.json").read_text())["vocab_size"]
-    go = np.fromfile(out, dtype="<f4")
-    assert go.size == len(ids) * vocab, "logits file is not [n_ids x vocab]"
-    go = go.reshape(len(ids), vocab)
+
+    def go_logits(*flags: str) -> np.ndarray:
+        out = tmp_path / "logits.f32"
+        tether("logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out), *flags)
+        go = np.fromfile(out, dtype="<f4")
+        assert go.size == len(ids) * vocab, "logits file is not [n_ids x vocab]"
+        return go.reshape(len(ids), vocab)
+
+    # --exact-bf16: a bf16 checkpoint's products are those of its weights widened to
+    # float32, so the logits are PyTorch's f32 logits on the same widened weights.
+    go = go_logits("--exact-bf16")
     with torch.no_grad():
         ref32 = load(d, spec, torch.float32)(torch.tensor([ids])).logits[0].float().numpy()
     diff32 = float(np.abs(go - ref32).max())
@@ -257,6 +263,13 @@ def test_logits_every_position(tiny: tuple[Spec, Path], tmp_path: Path) -> None:
         print(f"{spec.name}: max|diff| vs torch bf16 = {diff16:.3g} "
               f"(torch f32 vs torch bf16: {float(np.abs(ref32 - ref16).max()):.3g})")
         assert diff16 <= spec.bf16_tol, f"{spec.name}: max |logit diff| {diff16} vs PyTorch bf16"
+        # The default: prefill inputs rounded to bf16 as PyTorch's bf16 model rounds them
+        # (on AVX512-BF16 CPUs; exact elsewhere), within the same bound of PyTorch bf16.
+        math16 = go_logits()
+        diff16m = float(np.abs(math16 - ref16).max())
+        print(f"{spec.name}: default (bf16 math): max|diff| vs torch bf16 = {diff16m:.3g}, "
+              f"vs --exact-bf16 {float(np.abs(math16 - go).max()):.3g}")
+        assert diff16m <= spec.bf16_tol, f"{spec.name}: default max |logit diff| {diff16m} vs PyTorch bf16"
 
 
 N_DECODE_PREFILL = 12
@@ -275,7 +288,7 @@ def test_decode_logits_match_transformers_incremental(
     out = tmp_path / "logits.f32"
     tether(
         "logits", "--model", str(d), "--ids", ",".join(map(str, ids)), "--out", str(out),
-        "--prefill", str(N_DECODE_PREFILL),
+        "--prefill", str(N_DECODE_PREFILL), "--exact-bf16",
     )  # fmt: skip
     vocab = json.loads((d / "config.json").read_text())["vocab_size"]
     go = np.fromfile(out, dtype="<f4").reshape(len(ids), vocab)
@@ -298,7 +311,7 @@ def test_greedy_matches_transformers_generate(tiny: tuple[Spec, Path]) -> None:
     spec, d = tiny
     proc = tether(
         "generate", "--model", str(d), "--prompt", PROMPT, "--temp", "0",
-        "--max-tokens", str(N_GREEDY), "--ignore-eog", "--json",
+        "--max-tokens", str(N_GREEDY), "--ignore-eog", "--json", "--exact-bf16",
     )  # fmt: skip
     got = json.loads(proc.stdout)
     want_prompt = tokenizers.Tokenizer.from_file(str(tokenizer_path(spec.tokenizer))).encode(
@@ -379,3 +392,12 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "model.layers.0.mlp.gate_proj.weight" in proc.stderr, proc.stderr
     assert "[128 64]" in proc.stderr and "[96 64]" in proc.stderr, proc.stderr
+
+    # two ways to multiply bf16 weights at once: a usage error naming both flags
+    proc = subprocess.run(
+        [str(TETHER), "logits", "--model", str(d), "--ids", "1,2", "--out", str(tmp_path / "x"),
+         "--exact-bf16", "--bf16-math"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--exact-bf16" in proc.stderr and "--bf16-math" in proc.stderr, proc.stderr

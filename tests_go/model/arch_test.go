@@ -578,7 +578,7 @@ func TestArchitecturesLoadErrorsNameTheTensor(t *testing.T) {
 	assert.Contains(t, err.Error(), "has shape [40 32], want [64 32]")
 }
 
-// A Gemma checkpoint in bf16 runs as its f32 widening would, except for the embedding
+// A Gemma checkpoint in bf16 (model.WithExactBF16) runs as its f32 widening would, except for the embedding
 // scale, which transformers rounds to the embedding's dtype. With hidden 16 (√16 = 4 is
 // exact in bf16) the logits agree: the norms' 1+w is computed in f32 for both (1+w
 // rounded back to bf16 would lose w's low bits and show here). With hidden 24 (√24 =
@@ -602,7 +602,7 @@ func TestGemmaBF16NormsAndEmbedScale(t *testing.T) {
 			bf[i] = stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)}
 			f32[i].raw = f32Bytes(wide...) // the same values, in f32
 		}
-		mb, err := model.Load(a.write(t, bf))
+		mb, err := model.Load(a.write(t, bf), model.WithExactBF16())
 		require.NoError(t, err)
 		mf, err := model.Load(a.write(t, f32))
 		require.NoError(t, err)

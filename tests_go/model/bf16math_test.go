@@ -82,8 +82,9 @@ func TestBF16ProductsMultiplyInputsRoundedToBF16(t *testing.T) {
 	}
 }
 
-// A bf16 checkpoint with bf16 math (model.WithBF16Math): the prefill's logits stay
-// within bf16's rounding of the exact ones (and differ from them: the path is taken),
+// A bf16 checkpoint with bf16 math (model.WithBF16Math, the default): the prefill's
+// logits stay within bf16's rounding of the exact ones (model.WithExactBF16) and differ
+// from them (the path is taken),
 // assembly and portable kernels agree, and greedy decoding runs.
 func TestBF16MathCheckpoint(t *testing.T) {
 	cfg := tinyConfig{Arch: "Qwen2ForCausalLM", Hidden: 32, Inter: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 50, QKVBias: true, Tie: true}
@@ -106,7 +107,9 @@ func TestBF16MathCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		return all.Float32s()
 	}
-	exact := logits(model.WithThreads(2))
+	exact := logits(model.WithThreads(2), model.WithExactBF16())
+	// bf16 math is the default: Load without options equals WithBF16Math.
+	assert.Equal(t, logits(model.WithThreads(2), model.WithBF16Math()), logits(model.WithThreads(2)), "the default is bf16 math")
 	got := map[string][]float32{}
 	for name, e := range bf16Engines(t, 2) {
 		got[name] = logits(model.WithEngine(e))

@@ -57,8 +57,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	maxTokens := fs.Int("max-tokens", 128, "stop after this many tokens (<= 0: until an end token or the context ends)")
 	ignoreEOG := fs.Bool("ignore-eog", false, "never pick an end-of-generation token (stop at --max-tokens)")
 	noSpecial := fs.Bool("no-special", false, "encode the prompt without special tokens (BOS)")
-	mf := addModelFlags(fs, "goroutines per matrix product (0: GOMAXPROCS)",
-		"bf16 checkpoints: prefill multiplies in bf16 as PyTorch does (AVX512-BF16 CPUs; about twice as fast there), not exactly in float32")
+	mf := addModelFlags(fs, "goroutines per matrix product (0: GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, stop reason, speeds) instead of streaming text")
 	logitsPath := fs.String("logits", "", "sample from recorded logits instead of a model: little-endian float32 rows of --n-vocab values, one row per step; prints {\"ids\": [...]}")
 	tokPath := fs.String("tokenizer", "", "with --logits: a tokenizer.json, to tokenize DRY sequence breakers")
@@ -173,8 +172,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			PrefillTokS float64 `json:"prefill_tok_s"`
 			DecodeSteps int     `json:"decode_steps"`
 			DecodeTokS  float64 `json:"decode_tok_s"`
+			Engine      string  `json:"engine"`
 		}{res.PromptIDs, res.IDs, string(res.Text), string(res.Stop), g.Vocab().EOGTokens(),
-			res.PrefillTokensPerSecond(), res.DecodeSteps, res.DecodeTokensPerSecond()}
+			res.PrefillTokensPerSecond(), res.DecodeSteps, res.DecodeTokensPerSecond(), g.Model().Engine().Name()}
 		if out.IDs == nil {
 			out.IDs = []int{}
 		}

@@ -26,8 +26,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("model", "", "Hugging Face model directory (required); architectures: "+strings.Join(model.SupportedArchitectures(), ", "))
 	idsFlag := fs.String("ids", "", "comma-separated token ids (required)")
 	out := fs.String("out", "", "output file (required)")
-	mf := addModelFlags(fs, "goroutines per product (0: GOMAXPROCS)",
-		"bf16 checkpoints: multiply in bf16 as PyTorch does (AVX512-BF16 CPUs), not exactly in float32")
+	mf := addModelFlags(fs, "goroutines per product (0: GOMAXPROCS)")
 	prefill := fs.Int("prefill", 0, "run the first N ids as one prefill and each later id as a decode step (0: all ids in one prefill)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
