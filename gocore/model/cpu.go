@@ -37,13 +37,13 @@ type CPU struct {
 	int8    bool         // WithInt8Products: matrices quantized to 8 bits at Upload
 	xq      q8Input      // a one-token product's input, quantized (8-bit weights)
 	xb      q8Batch      // a several-token product's input, quantized (gemm6x16Q8)
-	b12     int8         // WithB12Panels: 1 on, -1 off, 0 where the kernels are assembly
+	packed  int8         // WithPackedPanels: 1 on, -1 off, 0 where the kernels are assembly
 }
 
 // cpuScratch is one worker's buffers.
 type cpuScratch struct {
 	wbuf, ubuf  []float32 // a bf16 panel widened to f32 (prefill)
-	pbuf, pbuf2 []uint16  // a b12 panel decoded to bf16 pairs (prefill, bf16 math)
+	pbuf, pbuf2 []uint16  // a packed panel decoded to bf16 pairs (prefill, bf16 math)
 	tile, tile2 [gemmRows * panelW]float32
 	run, run2   []float32 // a run of panels' outputs (decode)
 	scores      []float32 // attention scores
@@ -79,24 +79,26 @@ func WithBF16Products() CPUOption { return func(c *CPU) { c.bf16 = true } }
 // weights, biases) stay float32.
 func WithInt8Products() CPUOption { return func(c *CPU) { c.int8 = true } }
 
-// WithB12Panels stores bf16 weight matrices as b12 panels (on) or as 16-bit panels
-// (off). b12 keeps every bf16 value exactly in 12 bits plus a per-panel table (see
-// b12.go), so decode, bound by memory, reads about a quarter fewer bytes; results are
-// the same products of the same values. The default is on where the CPU has the
-// AVX512_VBMI kernels that read b12, off elsewhere (the portable Go reader is slower
-// than reading 16-bit panels). A matrix whose panels have too many weights outside
-// their tables stays in 16-bit panels either way.
-func WithB12Panels(on bool) CPUOption {
+// WithPackedPanels stores weight matrices in packed panels (on) or as they are (off):
+// b12 for bf16 weights, every value exactly in 12 bits instead of 16, and b28 for
+// float32 weights, in 28 bits instead of 32, each with a small per-panel table (see
+// packed.go). Decode, bound by memory, then reads a quarter (bf16) or an eighth
+// (float32) fewer bytes; results are the same products of the same values. The default
+// is on where the CPU has the AVX512_VBMI kernels that read them, off elsewhere (the
+// portable Go reader is slower than reading unpacked panels). A matrix whose panels
+// have too many weights outside their tables stays unpacked either way; 8-bit weights
+// (WithInt8Products) are never packed.
+func WithPackedPanels(on bool) CPUOption {
 	return func(c *CPU) {
-		c.b12 = -1
+		c.packed = -1
 		if on {
-			c.b12 = 1
+			c.packed = 1
 		}
 	}
 }
 
-// useB12 reports whether bf16 matrices are stored as b12 panels.
-func (c *CPU) useB12() bool { return c.b12 == 1 || c.b12 == 0 && c.kern.b12Native }
+// usePacked reports whether matrices are stored in packed panels.
+func (c *CPU) usePacked() bool { return c.packed == 1 || c.packed == 0 && c.kern.packedNative }
 
 // bf16Math reports whether products of bf16 weights by several tokens use bf16 math.
 func (c *CPU) bf16Math() bool { return c.bf16 && c.kern.gemm6x16BF16 != nil }
@@ -131,8 +133,8 @@ func (c *CPU) Name() string {
 	if c.bf16Math() {
 		extra += ", bf16 math"
 	}
-	if c.useB12() {
-		extra += ", b12 bf16 panels"
+	if c.usePacked() {
+		extra += ", packed panels"
 	}
 	return fmt.Sprintf("cpu (%d threads, %s%s)", c.threads, c.kern.name, extra)
 }
@@ -141,12 +143,12 @@ func (c *CPU) Name() string {
 type cpuWeight struct {
 	name       string
 	rows, cols int
-	f32        []float32   // packed panels (float32 weights)
-	bf         []uint16    // packed panels (bfloat16 weights)
-	pairs      bool        // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math); b12: prefill decodes it to pairs
-	b12        *b12Weights // bf16 weights in b12 panels (WithB12Panels)
-	q8         []byte      // packed q8 panels (8-bit weights, see q8.go)
-	vec        []float32   // the row of a [1, n] weight (norm weights, biases)
+	f32        []float32      // packed panels (float32 weights)
+	bf         []uint16       // packed panels (bfloat16 weights)
+	pairs      bool           // bf holds panels of pairs, [ceil(cols/2)][16][2] (bf16 math); b12: prefill decodes it to pairs
+	pk         *packedWeights // packed panels (WithPackedPanels): b12 for bf16, b28 for float32
+	q8         []byte         // packed q8 panels (8-bit weights, see q8.go)
+	vec        []float32      // the row of a [1, n] weight (norm weights, biases)
 }
 
 // bfPanel returns panel p of a bf16 weight, in its layout ([cols][16], or pairs).
@@ -159,7 +161,8 @@ func (w *cpuWeight) bfPanel(p int) []uint16 {
 }
 
 // WeightFormat describes how the engine stores w: "f32", "bf16", "bf16 pairs" (bf16
-// math), "b12 (N exceptions)" (see WithB12Panels), "int8" or "vector" (a [1, n] weight),
+// math), "b12 (N exceptions)" or "b28 (N exceptions)" (packed bf16 or float32, see
+// WithPackedPanels), "int8" or "vector" (a [1, n] weight),
 // or an error for a weight another engine uploaded.
 func (c *CPU) WeightFormat(w Weight) (string, error) {
 	cw, err := c.weight(w)
@@ -171,8 +174,8 @@ func (c *CPU) WeightFormat(w Weight) (string, error) {
 		return "vector", nil
 	case cw.q8 != nil:
 		return "int8", nil
-	case cw.b12 != nil:
-		return fmt.Sprintf("b12 (%d exceptions)", len(cw.b12.exc)), nil
+	case cw.pk != nil:
+		return fmt.Sprintf("%s (%d exceptions)", cw.pk.format(), len(cw.pk.exc)), nil
 	case cw.pairs:
 		return "bf16 pairs", nil
 	case cw.bf != nil:
@@ -199,6 +202,13 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	switch t.Dtype() {
 	case tensor.Float32:
 		d := t.Float32s()
+		if c.pack(w, 3, func(r int, dst []uint32) {
+			for i, v := range d[r*w.cols : (r+1)*w.cols] {
+				dst[i] = math.Float32bits(v)
+			}
+		}) {
+			break
+		}
 		w.f32 = packPanels(c.pool, arenaSlice[float32](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, func(r int) []float32 { return d[r*w.cols:] })
 		if w.rows == 1 {
 			w.vec = append([]float32(nil), d[:w.cols]...)
@@ -206,14 +216,13 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
 		get := func(r int) []uint16 { return d[r*w.cols:] }
-		if w.rows > 1 && c.useB12() {
-			// A matrix that does not fit (too many exceptions) leaves its b12 bytes
-			// unused in the arena: rare, and at most three quarters of its bf16 size.
-			size := w.panels() * b12PanelBytes(w.cols)
-			if b, ok := packB12(c.pool, arenaSlice[byte](&c.arena, size), w.rows, w.cols, get); ok {
-				w.b12, w.pairs = &b, c.bf16Math()
-				break
+		if c.pack(w, 1, func(r int, dst []uint32) {
+			for i, v := range d[r*w.cols : (r+1)*w.cols] {
+				dst[i] = uint32(v) << 16
 			}
+		}) {
+			w.pairs = c.bf16Math()
+			break
 		}
 		if c.bf16Math() { // the layout the bf16 GEMM reads; decode reads it as well
 			w.bf, w.pairs = packPairPanels(c.pool, arenaSlice[uint16](&c.arena, pairPanelsLen(w.rows, w.cols)), w.rows, w.cols, get), true
@@ -228,6 +237,21 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 		return nil, fmt.Errorf("model: cpu engine: weight %q has dtype %v, want float32 or uint16 (bfloat16 bits)", name, t.Dtype())
 	}
 	return w, nil
+}
+
+// pack stores matrix w (rows of float32 bits from bits) in packed panels with low
+// bytes per weight when the engine packs (WithPackedPanels) and the matrix fits, and
+// reports whether it did. A matrix that does not fit (too many exceptions) leaves its
+// packed bytes unused in the arena: rare, and at most seven eighths of its size.
+func (c *CPU) pack(w *cpuWeight, low int, bits func(r int, dst []uint32)) bool {
+	if w.rows == 1 || !c.usePacked() {
+		return false
+	}
+	b, ok := packPacked(c.pool, arenaSlice[byte](&c.arena, packedLen(w.rows, w.cols, low)), w.rows, w.cols, low, bits)
+	if ok {
+		w.pk = &b
+	}
+	return ok
 }
 
 // uploadQ8 quantizes a float32 or bf16 matrix into q8 panels.
@@ -443,13 +467,13 @@ func (c *CPU) panelBF16(s *cpuScratch, in bf16Input, n int, it *prodItem, p int)
 // pairPanel returns panel p of a weight stored for bf16 math (w.pairs): its packed
 // pairs, or its b12 panel decoded into buf with the exceptions in place.
 func (c *CPU) pairPanel(w *cpuWeight, p int, buf *[]uint16) []uint16 {
-	if w.b12 == nil {
+	if w.pk == nil {
 		return w.bfPanel(p)
 	}
 	k := w.cols
 	*buf = growU16(*buf, pairPanelSize(k))
-	c.kern.decodeB12Pairs(*buf, w.b12.panel(p, k), k)
-	for _, e := range w.b12.excs(p) {
+	c.kern.decodeB12Pairs(*buf, w.pk.panels(p, 1), k)
+	for _, e := range w.pk.excs(p) {
 		i, j := int(e.at)/panelW, int(e.at)%panelW
 		(*buf)[((i/2)*panelW+j)*2+i%2] = uint16(math.Float32bits(e.val) >> 16)
 	}
@@ -523,11 +547,10 @@ func (c *CPU) gemvPanels(w *cpuWeight, p0, cnt int, x, out []float32) {
 	case w.q8 != nil:
 		size := q8PanelBytes(k)
 		c.kern.gemvQ8(&c.xq, w.q8[p0*size:(p0+cnt)*size], out, cnt)
-	case w.b12 != nil:
-		size := b12PanelBytes(k)
-		c.kern.gemvB12(x, w.b12.data[p0*size:(p0+cnt)*size], k, out, cnt)
+	case w.pk != nil:
+		c.kern.gemvPacked(x, w.pk.panels(p0, cnt), k, w.pk.low, out, cnt)
 		for p := 0; p < cnt; p++ {
-			for _, e := range w.b12.excs(p0 + p) {
+			for _, e := range w.pk.excs(p0 + p) {
 				out[p*panelW+int(e.at)%panelW] += e.val * x[e.at/panelW]
 			}
 		}
@@ -576,10 +599,10 @@ func (c *CPU) panelF32(w *cpuWeight, p int, buf *[]float32) []float32 {
 		c.kern.dequantQ8(*buf, w.q8[p*size:(p+1)*size], k)
 		return *buf
 	}
-	if w.b12 != nil {
+	if w.pk != nil {
 		*buf = growFloats(*buf, pairPanelSize(k))
-		c.kern.decodeB12(*buf, w.b12.panel(p, k), k)
-		for _, e := range w.b12.excs(p) {
+		c.kern.decodePacked(*buf, w.pk.panels(p, 1), k, w.pk.low)
+		for _, e := range w.pk.excs(p) {
 			(*buf)[e.at] = e.val
 		}
 		return *buf
@@ -1039,12 +1062,12 @@ func (c *CPU) Rows(dst *tensor.Dense, w Weight, ids []int, scale float32) error 
 			for j := range d {
 				d[j] = q8Value(panel, r, j)
 			}
-		} else if cw.b12 != nil {
-			panel := cw.b12.panel(p, cols)
+		} else if cw.pk != nil {
+			panel := cw.pk.panels(p, 1)
 			for j := range d {
-				d[j] = bf16Float(b12Bits(panel, j, r))
+				d[j] = math.Float32frombits(packedBits(panel, cw.pk.low, j, r))
 			}
-			for _, e := range cw.b12.excs(p) {
+			for _, e := range cw.pk.excs(p) {
 				if int(e.at)%panelW == r {
 					d[e.at/panelW] = e.val
 				}

@@ -72,16 +72,16 @@ type kernels struct {
 	// prefill then widens q8 panels to float32 (dequantQ8) and multiplies float32 inputs.
 	gemm6x16Q8 func(x []int8, ldx int, xs []float32, xc []int32, w []byte, nb int, c *[gemmRows * panelW]float32)
 
-	// b12 panels (lossless 12-bit bf16, see b12.go), read without their exceptions:
-	// gemvB12 writes c[p*16+j] = Σ_{i<k} x[i]·w_p[i][j] for p < panels (consecutive
-	// panels of b12PanelBytes(k) bytes); decodeB12 writes one panel as float32,
-	// [2*ceil(k/2)][16]; decodeB12Pairs as bf16 pairs (packPairPanels' layout). b12Native
-	// says they are assembly: only then does the engine store bf16 weights as b12 by
-	// default (WithB12Panels).
-	gemvB12        func(x []float32, w []byte, k int, c []float32, panels int)
-	decodeB12      func(dst []float32, w []byte, k int)
+	// packed panels (lossless, see packed.go), read without their exceptions:
+	// gemvPacked writes c[p*16+j] = Σ_{i<k} x[i]·w_p[i][j] for p < panels (consecutive
+	// panels of packedPanelBytes(k, low) bytes, then packedPad bytes); decodePacked
+	// writes one panel as float32, [2*ceil(k/2)][16]; decodeB12Pairs a b12 panel as bf16
+	// pairs (packPairPanels' layout). packedNative says they are assembly: only then
+	// does the engine pack weights by default (WithPackedPanels).
+	gemvPacked     func(x []float32, w []byte, k, low int, c []float32, panels int)
+	decodePacked   func(dst []float32, w []byte, k, low int)
 	decodeB12Pairs func(dst []uint16, w []byte, k int)
-	b12Native      bool
+	packedNative   bool
 }
 
 var goKernels = kernels{
@@ -104,8 +104,8 @@ var goKernels = kernels{
 	dequantQ8:    dequantQ8Panel,
 	quantQ8:      quantizeQ8Act,
 
-	gemvB12:        gemvB12Go,
-	decodeB12:      decodeB12Go,
+	gemvPacked:     gemvPackedGo,
+	decodePacked:   decodePackedGo,
 	decodeB12Pairs: decodeB12PairsGo,
 }
 

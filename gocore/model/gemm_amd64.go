@@ -54,7 +54,7 @@ func asmKernels() (kernels, bool) {
 	}
 	bf16Kernels(&k)
 	q8Kernels(&k)
-	b12Kernels(&k)
+	packedKernels(&k)
 	return k, true
 }
 

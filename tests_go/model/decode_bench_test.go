@@ -15,8 +15,8 @@ import (
 // --model-dir output) on two threads, closed when the benchmark ends, and returns
 // it with the benchmarks' 128-token prompt; without the variable the benchmark is
 // skipped. TETHER_BENCH_BF16_MATH=1 loads it with model.WithBF16Math, TETHER_BENCH_INT8=1
-// with model.WithInt8Weights, TETHER_BENCH_B12=0 (or 1) on a CPU engine made
-// WithB12Panels(false) (or true).
+// with model.WithInt8Weights, TETHER_BENCH_PACKED=0 (or 1) on a CPU engine made
+// WithPackedPanels(false) (or true).
 func benchModel(b *testing.B) (*model.Model, []int) {
 	b.Helper()
 	dir := os.Getenv("TETHER_BENCH_MODEL")
@@ -30,8 +30,8 @@ func benchModel(b *testing.B) (*model.Model, []int) {
 	if os.Getenv("TETHER_BENCH_INT8") != "" {
 		opts = append(opts, model.WithInt8Weights())
 	}
-	if v := os.Getenv("TETHER_BENCH_B12"); v != "" {
-		copts := []model.CPUOption{model.WithB12Panels(v == "1")}
+	if v := os.Getenv("TETHER_BENCH_PACKED"); v != "" {
+		copts := []model.CPUOption{model.WithPackedPanels(v == "1")}
 		if os.Getenv("TETHER_BENCH_BF16_MATH") != "" {
 			copts = append(copts, model.WithBF16Products())
 		}
