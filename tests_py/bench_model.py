@@ -11,11 +11,12 @@ SmolLM's sizes.
 
 Then, per dtype, in the same run and with the same number of threads (2 unless --threads):
 - Go: `tether generate --temp 0 --ignore-eog` on that checkpoint, reading its prefill and
-  decode tokens/s. bf16 weights stay bf16 in memory, in b12 panels where the CPU has
-  AVX512_VBMI (every bf16 value exactly, in 12 bits: see gocore/model/b12.go; decode
-  multiplies them by float32 inputs exactly); by default the prefill rounds its inputs
-  to bf16 and multiplies in bf16 (AVX512-BF16), as PyTorch and llama.cpp compute a bf16
-  model; for bf16 also with --exact-bf16 (prefill multiplies float32 inputs exactly);
+  decode tokens/s. Weight matrices are stored in packed panels where the CPU has
+  AVX512_VBMI (every value exactly, bf16 in 12 bits and float32 in 28: see
+  gocore/model/packed.go; decode multiplies them by float32 inputs exactly). A bf16
+  checkpoint's prefill by default rounds its inputs to bf16 and multiplies in bf16
+  (AVX512-BF16), as PyTorch and llama.cpp compute a bf16 model; for bf16 also with
+  --exact-bf16 (prefill multiplies float32 inputs exactly);
 - PyTorch: the model in that dtype (bf16 weights and activations for bf16; MKL and
   oneDNN kernels, SDPA attention), one forward over the prompt keeping only the last
   position's logits (logits_to_keep=1, as `generate` does) for prefill, then one forward
@@ -50,9 +51,9 @@ written per second, best of 10 trials with 1 and with --threads threads), comput
 step must read (every weight once, the tied embedding once as the output layer, and on
 average half the KV cache the run fills) and prints the bound bandwidth/bytes in
 tokens/s and the fraction of it each decode reaches (8-bit: 34 bytes per 32 weights, as Q8_0
-stores them and `--weights int8` does). When Go reports b12 panels, a second bound for
-the bytes Go reads (12 bits per matrix weight and a 16-byte table per 16 rows) is printed
-with Go's fraction of it.
+stores them and `--weights int8` does). When Go reports packed panels, a second bound for
+the bytes Go reads (12 bits per bf16 matrix weight, 28 per float32 one, and a 16-byte
+table per 16 rows) is printed with Go's fraction of it.
 
     .venv/bin/python tests_py/bench_model.py [--prompt-tokens 128] [--decode-tokens 64]
         [--repeat 5] [--dtypes f32,bf16,int8] [--llamacpp DRIVER --gguf-py DIR]
@@ -227,16 +228,17 @@ def bandwidth(threads: int, mib: int = 256, repeat: int = 10) -> float:
 
 def decode_bytes(cfg: dict, dtype: str, prompt: int, decode: int) -> float:
     """Bytes one decode step reads on average: weights once, plus the KV cache (f32).
-    dtype b12: bf16 matrices in b12 panels (1.5 bytes per weight, 16 per panel of 16
-    rows), norm weights as bf16."""
+    dtype b12 / b28: bf16 / f32 matrices in packed panels (1.5 / 3.5 bytes per weight,
+    16 per panel of 16 rows), norm weights as stored."""
     h, i, v, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     hd = h // cfg["num_attention_heads"]
     kv = cfg["num_key_value_heads"] * hd
     per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
     params = n * per_layer + v * h + h  # tied: the embedding is read once, as lm_head
-    if dtype == "b12":
+    if dtype in ("b12", "b28"):
         norms = (2 * n + 1) * h
-        wbytes = (params - norms) * 1.5 + (params - norms) / (16 * h) * 16 + norms * 2
+        per, norm = {"b12": (1.5, 2), "b28": (3.5, 4)}[dtype]
+        wbytes = (params - norms) * per + (params - norms) / (16 * h) * 16 + norms * norm
     else:
         wbytes = params * {"bf16": 2, "f32": 4, "int8": 34 / 32}[dtype]
     avg_pos = prompt + decode / 2
@@ -354,10 +356,11 @@ def main() -> None:
                 f"  decode   go {summary(go_dec)} = {med(go_dec) / bound:.0%} of bound",
                 f"  go engine: {engine}",
             ]
-            if "b12" in engine and dt == "bf16":
-                b12 = decode_bytes(cfg, "b12", len(ids), args.decode_tokens)
-                lines.append(f"  go reads b12 panels: {b12 / 1e6:.0f} MB per token -> {bw / b12:.1f} tok/s; "
-                             f"go = {med(go_dec) / (bw / b12):.0%} of that bound")
+            if "packed panels" in engine and dt in ("bf16", "f32"):
+                fmt = {"bf16": "b12", "f32": "b28"}[dt]
+                pb = decode_bytes(cfg, fmt, len(ids), args.decode_tokens)
+                lines.append(f"  go reads {fmt} panels: {pb / 1e6:.0f} MB per token -> {bw / pb:.1f} tok/s; "
+                             f"go = {med(go_dec) / (bw / pb):.0%} of that bound")
             if gguf:
                 lines.append(f"           llama.cpp {summary(l_dec)} = {med(l_dec) / bound:.0%} of bound")
             if with_torch:
