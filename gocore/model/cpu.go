@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"unsafe"
 
 	"gorgonia.org/tensor"
 )
@@ -202,10 +203,9 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	switch t.Dtype() {
 	case tensor.Float32:
 		d := t.Float32s()
-		if c.pack(w, 3, func(r int, dst []uint32) {
-			for i, v := range d[r*w.cols : (r+1)*w.cols] {
-				dst[i] = math.Float32bits(v)
-			}
+		bits := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(d))), len(d))
+		if c.usePacked() && w.rows > 1 && c.pack(w, packedLen(w.rows, w.cols, 3), func(out []byte) (packedWeights, bool) {
+			return packPacked(c.pool, out, w.rows, w.cols, func(r int) []uint32 { return bits[r*w.cols:] })
 		}) {
 			break
 		}
@@ -216,10 +216,8 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
 		get := func(r int) []uint16 { return d[r*w.cols:] }
-		if c.pack(w, 1, func(r int, dst []uint32) {
-			for i, v := range d[r*w.cols : (r+1)*w.cols] {
-				dst[i] = uint32(v) << 16
-			}
+		if c.usePacked() && w.rows > 1 && c.pack(w, packedLen(w.rows, w.cols, 1), func(out []byte) (packedWeights, bool) {
+			return packPacked(c.pool, out, w.rows, w.cols, get)
 		}) {
 			w.pairs = c.bf16Math()
 			break
@@ -239,15 +237,12 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	return w, nil
 }
 
-// pack stores matrix w (rows of float32 bits from bits) in packed panels with low
-// bytes per weight when the engine packs (WithPackedPanels) and the matrix fits, and
-// reports whether it did. A matrix that does not fit (too many exceptions) leaves its
-// packed bytes unused in the arena: rare, and at most seven eighths of its size.
-func (c *CPU) pack(w *cpuWeight, low int, bits func(r int, dst []uint32)) bool {
-	if w.rows == 1 || !c.usePacked() {
-		return false
-	}
-	b, ok := packPacked(c.pool, arenaSlice[byte](&c.arena, packedLen(w.rows, w.cols, low)), w.rows, w.cols, low, bits)
+// pack stores matrix w in packed panels with enc (packPacked into size bytes of the
+// arena) and reports whether it did (the matrix fits: see packedMaxExcPer). A matrix
+// that does not fit leaves its packed bytes unused in the arena: rare, and at most
+// seven eighths of its size.
+func (c *CPU) pack(w *cpuWeight, size int, enc func(out []byte) (packedWeights, bool)) bool {
+	b, ok := enc(arenaSlice[byte](&c.arena, size))
 	if ok {
 		w.pk = &b
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // Packed panels keep weights losslessly in fewer bytes, so decode, which reads every
@@ -71,24 +72,24 @@ func (b *packedWeights) format() string {
 // a matrix is not packed: past it the exceptions would cost more than they save.
 const packedMaxExcPer = 64
 
-// packPacked encodes a row-major [rows, cols] matrix of float32 bits (bits(r, dst)
-// writes row r's into dst) into packed panels with low bytes per weight, in out
-// (packedLen bytes, zeroed), panels in parallel on the pool. ok is false when a panel
-// has too many exceptions (see packedMaxExcPer): the matrix then stays unpacked.
-func packPacked(p *pool, out []byte, rows, cols, low int, bits func(r int, dst []uint32)) (b packedWeights, ok bool) {
+// packPacked encodes a row-major [rows, cols] matrix (get(r) returns row r: bf16 bits
+// as uint16, or float32 bits as uint32) into packed panels (b12 for uint16, b28 for
+// uint32) in out (packedLen bytes, zeroed), panels in parallel on the pool. ok is
+// false when a panel has too many exceptions (see packedMaxExcPer): the matrix then
+// stays unpacked.
+func packPacked[T uint16 | uint32](p *pool, out []byte, rows, cols int, get func(r int) []T) (b packedWeights, ok bool) {
+	low := int(unsafe.Sizeof(T(0))) - 1
 	panels := (rows + panelW - 1) / panelW
 	size := packedPanelBytes(cols, low)
 	excs := make([][]packedExc, panels)
 	bad := make([]bool, panels)
 	p.run(panels, rows*cols, func(_, lo, hi int) {
-		buf := make([]uint32, panelW*cols)
 		for pi := lo; pi < hi; pi++ {
-			var rs [panelW][]uint32
+			var rs [panelW][]T
 			for r := 0; r < panelW && pi*panelW+r < rows; r++ {
-				rs[r] = buf[r*cols : (r+1)*cols]
-				bits(pi*panelW+r, rs[r])
+				rs[r] = get(pi*panelW + r)[:cols]
 			}
-			excs[pi], bad[pi] = encodePackedPanel(out[pi*size:(pi+1)*size], rs[:], cols, low)
+			excs[pi], bad[pi] = encodePackedPanel(out[pi*size:(pi+1)*size], rs[:], cols)
 		}
 	})
 	if slices.Contains(bad, true) {
@@ -107,14 +108,16 @@ func packedLen(rows, cols, low int) int {
 	return (rows+panelW-1)/panelW*packedPanelBytes(cols, low) + packedPad
 }
 
-// encodePackedPanel writes one panel (rows: up to 16 rows of cols float32 bits; nil
-// rows are zeros) into dst and returns its exceptions; bad reports more than the share
-// packedMaxExcPer allows.
-func encodePackedPanel(dst []byte, rows [][]uint32, cols, low int) (exc []packedExc, bad bool) {
+// encodePackedPanel writes one panel (rows: up to 16 rows of cols bf16 or float32
+// bits; nil rows are zeros) into dst and returns its exceptions; bad reports more
+// than the share packedMaxExcPer allows.
+func encodePackedPanel[T uint16 | uint32](dst []byte, rows [][]T, cols int) (exc []packedExc, bad bool) {
+	low := int(unsafe.Sizeof(T(0))) - 1
+	top := uint(8 * low) // the top byte's place
 	var count [256]int32
 	for _, r := range rows {
 		for _, v := range r {
-			count[v>>24]++
+			count[uint32(v)>>top]++
 		}
 	}
 	// the table: the 15 most frequent top bytes other than 0x00 (ties: the lower byte)
@@ -135,27 +138,44 @@ func encodePackedPanel(dst []byte, rows [][]uint32, cols, low int) (exc []packed
 		code[h], lut[k] = byte(k), byte(h)
 	}
 	limit := len(rows) * cols / packedMaxExcPer
+	var isExc [256]bool // top bytes outside the table
+	for h := 1; h < 256; h++ {
+		isExc[h] = code[h] == packedZeroCode
+	}
 	group := panelW + 2*panelW*low
-	shift := 8 * (3 - low) // the low bytes' place below the top byte
-	for i := 0; i < cols; i++ {
-		g := dst[packedLUT+(i/2)*group:]
-		half := i % 2
-		for j, r := range rows {
-			if r == nil {
+	// lowOf returns weight v's low bytes, or records it as an exception and returns 0.
+	lowOf := func(v T, i, j int) uint32 {
+		u := uint32(v)
+		if isExc[u>>top] {
+			exc = append(exc, packedExc{at: int32(i*panelW + j), val: math.Float32frombits(u << (24 - top))})
+			return 0
+		}
+		return u & (1<<top - 1)
+	}
+	for j, r := range rows { // row by row: each row's weights in order
+		if r == nil {
+			continue
+		}
+		r = r[:cols]
+		for q := 0; q < (cols+1)/2; q++ {
+			g := dst[packedLUT+q*group : packedLUT+(q+1)*group]
+			v0 := r[2*q]
+			k0, lo0 := code[uint32(v0)>>top], lowOf(v0, 2*q, j)
+			k1, lo1 := byte(packedZeroCode), uint32(0) // a missing last column: +0
+			if 2*q+1 < cols {
+				v1 := r[2*q+1]
+				k1, lo1 = code[uint32(v1)>>top], lowOf(v1, 2*q+1, j)
+			}
+			g[j] = k0 | k1<<4
+			if low == 1 {
+				g[panelW+j] = byte(lo0)
+				g[2*panelW+j] = byte(lo1)
 				continue
 			}
-			v := r[i]
-			k := code[v>>24]
-			lo := v & (1<<24 - 1) >> shift
-			if k == packedZeroCode && v>>24 != 0 {
-				exc = append(exc, packedExc{at: int32(i*panelW + j), val: math.Float32frombits(v)})
-				lo = 0
-			}
-			g[j] |= k << (4 * half)
-			at := g[panelW+(half*panelW+j)*low:]
-			for b := 0; b < low; b++ {
-				at[b] = byte(lo >> (8 * b))
-			}
+			a := g[panelW+j*3 : panelW+j*3+3]
+			a[0], a[1], a[2] = byte(lo0), byte(lo0>>8), byte(lo0>>16)
+			c := g[panelW+(panelW+j)*3 : panelW+(panelW+j)*3+3]
+			c[0], c[1], c[2] = byte(lo1), byte(lo1>>8), byte(lo1>>16)
 		}
 	}
 	return exc, len(exc) > limit
