@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -591,17 +590,7 @@ func TestGemmaBF16NormsAndEmbedScale(t *testing.T) {
 		a := archModels[3]
 		a.hidden = tc.hidden
 		a.config = map[string]any{"sliding_window": 3, "sliding_window_pattern": 2}
-		f32 := a.tensors(9)
-		bf := make([]stTensor, len(f32))
-		for i, ts := range f32 {
-			v := make([]float32, len(ts.raw)/4)
-			for j := range v {
-				v[j] = math.Float32frombits(binary.LittleEndian.Uint32(ts.raw[4*j:]))
-			}
-			bits, wide := bf16Round(v)
-			bf[i] = stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)}
-			f32[i].raw = f32Bytes(wide...) // the same values, in f32
-		}
+		bf, f32 := toBF16Tensors(a.tensors(9)) // f32: the same values as bf, in f32
 		mb, err := model.Load(a.write(t, bf), model.WithExactBF16())
 		require.NoError(t, err)
 		mf, err := model.Load(a.write(t, f32))

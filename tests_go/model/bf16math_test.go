@@ -88,15 +88,7 @@ func TestBF16ProductsMultiplyInputsRoundedToBF16(t *testing.T) {
 // assembly and portable kernels agree, and greedy decoding runs.
 func TestBF16MathCheckpoint(t *testing.T) {
 	cfg := tinyConfig{Arch: "Qwen2ForCausalLM", Hidden: 32, Inter: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 50, QKVBias: true, Tie: true}
-	var bf []stTensor
-	for _, ts := range tensorsFor(cfg, 4) {
-		v := make([]float32, len(ts.raw)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(uint32(ts.raw[4*i]) | uint32(ts.raw[4*i+1])<<8 | uint32(ts.raw[4*i+2])<<16 | uint32(ts.raw[4*i+3])<<24)
-		}
-		bits, _ := bf16Round(v)
-		bf = append(bf, stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)})
-	}
+	bf, _ := toBF16Tensors(tensorsFor(cfg, 4))
 	dir := writeModel(t, cfg, bf, nil)
 	ids := []int{4, 9, 1, 33, 2, 2, 17, 40, 8, 3, 11, 5, 6}
 	logits := func(opts ...model.Option) []float32 {

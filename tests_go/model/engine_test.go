@@ -239,17 +239,7 @@ func TestCPUUploadErrors(t *testing.T) {
 // widened and stored as F32, with both kernel sets.
 func TestBF16CheckpointMatchesWidenedF32(t *testing.T) {
 	cfg := tinyConfig{Arch: "Qwen2ForCausalLM", Hidden: 32, Inter: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 50, QKVBias: true, Tie: true}
-	f32 := tensorsFor(cfg, 4)
-	var bf, wide []stTensor
-	for _, ts := range f32 {
-		v := make([]float32, len(ts.raw)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(uint32(ts.raw[4*i]) | uint32(ts.raw[4*i+1])<<8 | uint32(ts.raw[4*i+2])<<16 | uint32(ts.raw[4*i+3])<<24)
-		}
-		bits, w := bf16Round(v)
-		bf = append(bf, stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)})
-		wide = append(wide, stTensor{ts.name, "F32", ts.shape, f32Bytes(w...)})
-	}
+	bf, wide := toBF16Tensors(tensorsFor(cfg, 4))
 	ids := []int{4, 9, 1, 33, 2, 2, 17, 40}
 	logits := func(dir string, e model.Engine) []float64 {
 		m, err := model.Load(dir, model.WithEngine(e))

@@ -39,6 +39,21 @@ func u16Bytes(v ...uint16) []byte {
 	return b
 }
 
+// toBF16Tensors rounds f32 tensors to bf16 (truncating, as bf16Round) and returns them
+// with the same values widened back to f32.
+func toBF16Tensors(f32 []stTensor) (bf, wide []stTensor) {
+	for _, ts := range f32 {
+		v := make([]float32, len(ts.raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(ts.raw[4*i:]))
+		}
+		bits, w := bf16Round(v)
+		bf = append(bf, stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)})
+		wide = append(wide, stTensor{ts.name, "F32", ts.shape, f32Bytes(w...)})
+	}
+	return bf, wide
+}
+
 // writeSafetensors writes a safetensors file of tensors (tinymodel.WriteSafetensors).
 func writeSafetensors(t testing.TB, path string, tensors []stTensor) {
 	t.Helper()

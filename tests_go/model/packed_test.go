@@ -179,15 +179,7 @@ func TestPackedPanelsKeepWeightsExactly(t *testing.T) {
 func TestPackedCheckpointDecodesAsUnpacked(t *testing.T) {
 	cfg := tinyConfig{Arch: "LlamaForCausalLM", Hidden: 64, Inter: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 80, Tie: true}
 	f32 := tensorsFor(cfg, 4)
-	var bf []stTensor
-	for _, ts := range f32 {
-		v := make([]float32, len(ts.raw)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(uint32(ts.raw[4*i]) | uint32(ts.raw[4*i+1])<<8 | uint32(ts.raw[4*i+2])<<16 | uint32(ts.raw[4*i+3])<<24)
-		}
-		bits, _ := bf16Round(v)
-		bf = append(bf, stTensor{ts.name, "BF16", ts.shape, u16Bytes(bits...)})
-	}
+	bf, _ := toBF16Tensors(f32)
 	for dtype, tensors := range map[string][]stTensor{"bf16": bf, "f32": f32} {
 		dir := writeModel(t, cfg, tensors, nil)
 		run := func(e *model.CPU) []float64 {
