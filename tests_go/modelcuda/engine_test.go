@@ -392,7 +392,7 @@ func TestModelMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  tinymodel.Config
-	}{ // bf16 checkpoints: the prefill multiplies bf16-rounded inputs (cuBLAS, as PyTorch), the CPU exact ones
+	}{ // bf16 checkpoints: the prefill rounds its inputs to bf16 (cuBLAS, as PyTorch; the CPU engine too where it has AVX512-BF16, exact products elsewhere)
 		{"llama-f32", tinymodel.Config{Hidden: 128, Inter: 352, Layers: 3, Heads: 4, KVHeads: 2, Vocab: 1000}},
 		{"qwen2-tied-f32", tinymodel.Config{Hidden: 128, Inter: 256, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 999, Tie: true, QKVBias: true}},
 		{"qwen3-window-f32", tinymodel.Config{Arch: "Qwen3ForCausalLM", Hidden: 64, Inter: 96, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 300,
