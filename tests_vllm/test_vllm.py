@@ -212,6 +212,21 @@ def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm) -> None:
     g.reset()
     assert g.num_processed_tokens == 0 and g.validate_tokens(ids) == ids
 
+    # The same request again reuses the compiled grammar (an LRU of compiled grammars,
+    # as vLLM keeps xgrammar's); its matcher starts fresh. Other stop tokens, another
+    # kind or other text compile anew.
+    g2 = backend.compile_grammar(StructuredOutputOptions.REGEX, r"ab(c|d)", stop_token_ids={eot})
+    assert backend.grammars.hits == 1 and g2.matcher is not g.matcher
+    assert g2.num_processed_tokens == 0 and not g2.is_terminated()
+    assert g2.accept_tokens("r2", ids) and g2.accept_tokens("r2", [eot]) and g2.is_terminated()
+    assert not g.is_terminated(), "the first request's matcher is its own"
+    backend.compile_grammar(StructuredOutputOptions.REGEX, r"ab(c|d)", stop_token_ids={eot, eot_text})
+    backend.compile_grammar(StructuredOutputOptions.GRAMMAR, 'root ::= "ab" [cd]', stop_token_ids={eot})
+    backend.compile_grammar(StructuredOutputOptions.REGEX, r"ab(c|e)", stop_token_ids={eot})
+    assert (backend.grammars.hits, backend.grammars.misses, len(backend.grammars)) == (1, 4, 4)
+    backend.destroy()
+    assert len(backend.grammars) == 0
+
 
 def _free_port() -> int:
     with socket.socket() as s:

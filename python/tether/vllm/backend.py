@@ -7,7 +7,9 @@ request. The plugin (plugin.py) makes vLLM pick it by name.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from vllm.v1.structured_output.backend_types import (
 from .._errors import GrammarError
 from ..bitmask import bitmask_words
 from ..grammar import Grammar, Matcher, Vocabulary
+from .._lru import LRUCache, grammar_cache_size
 from .spec import grammar_text
 
 logger = logging.getLogger("tether.vllm")
@@ -44,6 +47,14 @@ def request_kind(request_type: StructuredOutputOptions) -> str:
             f"(it serves json, json_object, regex, grammar and choice)"
         )
     return kind
+
+
+def whitespace_from_env() -> str:
+    """The JSON whitespace ``TETHER_VLLM_WHITESPACE`` names (default "bounded")."""
+    ws = os.environ.get("TETHER_VLLM_WHITESPACE", "").strip() or "bounded"
+    if ws not in ("bounded", "flexible", "compact"):
+        raise ValueError(f"TETHER_VLLM_WHITESPACE={ws!r}: want bounded, flexible or compact")
+    return ws
 
 
 def default_stop_ids(tokenizer: Any) -> list[int]:
@@ -74,12 +85,22 @@ class VocabularyCache:
 @dataclass
 class TetherBackend(StructuredOutputBackend):
     """Compiles requests with tether's Go core. JSON whitespace follows the engine's
-    ``disable_any_whitespace`` ("compact") or tether's default ("bounded")."""
+    ``disable_any_whitespace`` ("compact"), else ``TETHER_VLLM_WHITESPACE`` ("bounded",
+    tether's default: one space or up to two newlines and 20 spaces, so a model cannot
+    loop on whitespace; "flexible": JSON's own whitespace, any amount, what xgrammar's
+    and guidance's ``any_whitespace`` allow; or "compact").
+
+    Compiled grammars are kept by request (kind, spec, whitespace, stop tokens) in an LRU
+    cache of ``TETHER_VLLM_GRAMMAR_CACHE`` entries (default 64; 0: off), as vLLM keeps
+    xgrammar's: a repeated schema starts its matcher at once, and from the token sets
+    its earlier requests' matchers computed (a compiled grammar is shared by matchers,
+    safe for concurrent use)."""
 
     def __post_init__(self) -> None:
         cfg = getattr(self.vllm_config, "structured_outputs_config", None)
-        self.whitespace = "compact" if getattr(cfg, "disable_any_whitespace", False) else "bounded"
+        self.whitespace = "compact" if getattr(cfg, "disable_any_whitespace", False) else whitespace_from_env()
         self.vocabs = VocabularyCache(self.tokenizer)
+        self.grammars: LRUCache[Grammar] = LRUCache(grammar_cache_size())
 
     def compile_grammar(
         self,
@@ -87,18 +108,26 @@ class TetherBackend(StructuredOutputBackend):
         grammar_spec: str,
         stop_token_ids: set[int] | None = None,
     ) -> StructuredOutputGrammar:
-        gbnf = grammar_text(request_kind(request_type), grammar_spec, whitespace=self.whitespace)
+        kind = request_kind(request_type)
         vocab = self.vocabs.get(stop_token_ids)
         if self.vocab_size < vocab.size:
             raise GrammarError(
                 f"the model's vocabulary ({self.vocab_size}) is smaller than its tokenizer's ({vocab.size})"
             )
-        return TetherGrammar(matcher=Grammar(gbnf, vocab).matcher(), vocab_size=self.vocab_size)
+        # The cached grammar holds its vocabulary, which VocabularyCache keeps for the
+        # backend's life: id(vocab) names one set of stop tokens while the entry lives.
+        spec = grammar_spec if isinstance(grammar_spec, str) else json.dumps(grammar_spec, sort_keys=True)
+        key = (kind, spec, self.whitespace, id(vocab))
+        grammar = self.grammars.get_or_make(
+            key, lambda: Grammar(grammar_text(kind, grammar_spec, whitespace=self.whitespace), vocab)
+        )
+        return TetherGrammar(matcher=grammar.matcher(), vocab_size=self.vocab_size)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
         return torch.full((max_num_seqs, bitmask_words(self.vocab_size)), -1, dtype=torch.int32)
 
     def destroy(self) -> None:
+        self.grammars.clear()
         self.vocabs = VocabularyCache(self.tokenizer)
 
 
