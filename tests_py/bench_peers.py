@@ -29,7 +29,8 @@ JSON whitespace is flexible for every engine (llguidance's and xgrammar's defaul
 instances are compact, so every engine accepts them either way); xgrammar runs with
 ``strict_mode=False`` (JSON Schema's own additionalProperties semantics, as the others).
 Peers that are not importable are left out. Python's garbage collector is off while a
-schema runs.
+schema runs. The two tether engines run in one process, each on a vocabulary of its own
+(own_vocabulary): nothing one of them caches serves the other.
 
     python tests_py/bench_peers.py [--limit N] [--engines all|tether-go,tether-py,...] [--json out.json]
 
@@ -182,7 +183,7 @@ class TetherGo:
         from tether._native_call import native
 
         self._native = native
-        self.vocab = tether.Vocabulary.from_hf(tok, eos_token_id=eos)
+        self.vocab = own_vocabulary(tok, eos)
         tether.Grammar('root ::= "x"', self.vocab).matcher().allowed_token_ids()  # token trie built
         self.opts = json.dumps({"whitespace": "flexible"})
 
@@ -206,6 +207,25 @@ class TetherGo:
         return Result(compile_us=out["compile_us"], accepted=out["accepted"], masks_us=times[: out["masks"]].tolist())
 
 
+def own_vocabulary(tok: Any, eos: int) -> Any:
+    """A tether Vocabulary no other engine here shares: a Go vocabulary of its own, so
+    its token trie and the token sets it caches across grammars are its own. With one
+    shared vocabulary (what Vocabulary.from_hf's cache would give both tether engines),
+    whichever tether engine ran a schema second would find the positions the first one
+    visited already analysed: its first visits, the mask tail, would be measured warm."""
+    import weakref
+
+    import tether
+
+    V = tether.Vocabulary
+    saved = V._cache, V._by_object
+    V._cache, V._by_object = {}, weakref.WeakKeyDictionary()
+    try:
+        return V.from_hf(tok, eos_token_id=eos)
+    finally:
+        V._cache, V._by_object = saved
+
+
 class TetherPy:
     """tether's public Python API, every call timed from Python."""
 
@@ -215,7 +235,7 @@ class TetherPy:
         import tether
 
         self.t = tether
-        self.vocab = tether.Vocabulary.from_hf(tok, eos_token_id=eos)
+        self.vocab = own_vocabulary(tok, eos)
         self.eos = eos
         self.mask = np.zeros((1, (self.vocab.size + 31) // 32), dtype=np.int32)
         tether.Grammar('root ::= "x"', self.vocab).matcher().fill_next_token_bitmask(self.mask)
