@@ -22,6 +22,9 @@ type builder struct {
 	// their edge classes from state to state and automaton to automaton)
 	classes  map[string]string
 	classKey []byte // classExpr's key buffer
+	// names memoizes ruleName for bases it has to rewrite (a schema's definition
+	// names, "io.k8s.api.core.v1.PodSpec", recur for every rule made under them)
+	names map[string]string
 }
 
 // newBuilder returns an empty builder whose maps have room for about rules
@@ -46,7 +49,17 @@ const maxGrammarBytes = 4 << 20
 
 // reserve returns a fresh rule name derived from base.
 func (b *builder) reserve(base string) string {
-	base = ruleName(base)
+	if !cleanName(base) {
+		n, ok := b.names[base]
+		if !ok {
+			if b.names == nil {
+				b.names = map[string]string{}
+			}
+			n = ruleName(base)
+			b.names[base] = n
+		}
+		base = n
+	}
 	name := base
 	for b.used[name] {
 		b.next[base]++
