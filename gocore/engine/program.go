@@ -98,16 +98,14 @@ func (c *class) covers(lo, hi rune) bool {
 func newClass(rs []gbnf.Range, neg bool) class {
 	merged := gbnf.NormalizeRanges(rs)
 	c := class{ranges: merged, neg: neg}
-	for ch := rune(0); ch < 128; ch++ {
-		in := false
-		for _, r := range merged {
-			if r.Lo <= ch && ch <= r.Hi {
-				in = true
-				break
-			}
-		}
-		if in != neg {
+	for _, r := range merged { // the ranges' ASCII part, bit by bit (ranges are few below 128)
+		for ch := max(r.Lo, 0); ch <= min(r.Hi, 127); ch++ {
 			c.ascii[ch>>5] |= 1 << (uint(ch) & 31)
+		}
+	}
+	if neg {
+		for i := range c.ascii {
+			c.ascii[i] = ^c.ascii[i]
 		}
 	}
 	// After ascii, which has reads.
