@@ -321,15 +321,10 @@ extern "C" __global__ void rows_f32(float *dst, const float *w, const int *ids, 
     for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[(size_t)t * cols + c] = src[c] * scale;
 }
 
-// Rotates the first rotaryDim values of every head of every row t of x (n rows of cols
-// values, heads of headDim, the rotate_half pairing: i with i + rotaryDim/2) by
-// cos/sin[t*half + i], half = rotaryDim/2; one thread per pair.
-extern "C" __global__ void rope(float *x, const float *cos, const float *sin, int n, int cols,
-                                int headDim, int rotaryDim) {
-    int half = rotaryDim >> 1;
-    long long pairs = (long long)n * (cols / headDim) * half;
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= pairs) return;
+// rope_pair rotates pair p (over all rows and heads: pair p % half of head p / half) of
+// x, rows of cols values, heads of headDim, by cos/sin[t*half + i].
+__device__ __forceinline__ void rope_pair(float *x, const float *cos, const float *sin, long long p,
+                                          int cols, int headDim, int half) {
     int i = (int)(p % half);
     long long head = p / half;  // over all rows
     int perRow = cols / headDim;
@@ -339,6 +334,18 @@ extern "C" __global__ void rope(float *x, const float *cos, const float *sin, in
     float x0 = h[i], x1 = h[i + half];
     h[i] = x0 * c - x1 * s;
     h[i + half] = x1 * c + x0 * s;
+}
+
+// Rotates the first rotaryDim values of every head of every row t of x (n rows of cols
+// values, heads of headDim, the rotate_half pairing: i with i + rotaryDim/2) by
+// cos/sin[t*half + i], half = rotaryDim/2; one thread per pair.
+extern "C" __global__ void rope(float *x, const float *cos, const float *sin, int n, int cols,
+                                int headDim, int rotaryDim) {
+    int half = rotaryDim >> 1;
+    long long pairs = (long long)n * (cols / headDim) * half;
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= pairs) return;
+    rope_pair(x, cos, sin, p, cols, headDim, half);
 }
 
 // ---- attention over the device KV cache --------------------------------------------------------
@@ -492,15 +499,7 @@ extern "C" __global__ void rope_store(float *q, float *k, const float *v, float 
     long long qPairs = (long long)n * (qCols / headDim) * half;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < qPairs) {
-        int j = (int)(i % half);
-        long long head = i / half;
-        int perRow = qCols / headDim;
-        int t = (int)(head / perRow);
-        float *h = q + (size_t)t * qCols + (size_t)(head % perRow) * headDim;
-        float c = cos[t * half + j], s = sin[t * half + j];
-        float x0 = h[j], x1 = h[j + half];
-        h[j] = x0 * c - x1 * s;
-        h[j + half] = x1 * c + x0 * s;
+        rope_pair(q, cos, sin, i, qCols, headDim, half);
         return;
     }
     i -= qPairs;

@@ -5,7 +5,7 @@ package cuda
 // The kernels' build: kernels.fatbin was compiled from the kernels.cu whose SHA-256 is
 // KernelsSourceSHA256, by KernelsCompiler with KernelsFlags.
 const (
-	KernelsSourceSHA256 = "33375e81c23108a1374a0da548c6f269d87b3f8f9f1b41f0635854acf7c34bb0"
+	KernelsSourceSHA256 = "8900266e0bd37795b463eaea2a74df0944c27882fe9bbef437898db080c38e7a"
 	KernelsFatbinSHA256 = "83be2d75af66325a36d97022916d6201eec48e70238733452cf69ef4258148e4"
 	KernelsCompiler     = "Build cuda_13.0.r13.0/compiler.36424714_0"
 	KernelsFlags        = "-fatbin -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80"
