@@ -180,7 +180,7 @@ def test_refused_requests_are_clear_errors(llm) -> None:
     assert ok[0].outputs[0].text in ("a", "b")
 
 
-def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm) -> None:
+def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm, monkeypatch: pytest.MonkeyPatch) -> None:
     """The grammar object vLLM drives, on the engine's own config and tokenizer."""
     import torch
 
@@ -228,24 +228,15 @@ def test_backend_grammar_rollback_stop_tokens_and_bitmask(llm) -> None:
     assert len(backend.grammars) == 0
 
     # The environment picks the whitespace and the cache size; a bad value is a clear error.
-    import os
-
-    old = {k: os.environ.get(k) for k in ("TETHER_VLLM_WHITESPACE", "TETHER_VLLM_GRAMMAR_CACHE")}
-    try:
-        os.environ["TETHER_VLLM_WHITESPACE"], os.environ["TETHER_VLLM_GRAMMAR_CACHE"] = "flexible", "0"
-        b2 = TetherBackend(cfg, tokenizer=tok, vocab_size=cfg.model_config.get_vocab_size())
-        assert b2.whitespace == "flexible" and b2.grammars.size == 0
-        for var, bad in (("TETHER_VLLM_WHITESPACE", "loose"), ("TETHER_VLLM_GRAMMAR_CACHE", "-3")):
-            os.environ[var] = bad
-            with pytest.raises(ValueError, match=var):
-                TetherBackend(cfg, tokenizer=tok, vocab_size=cfg.model_config.get_vocab_size())
-            os.environ[var] = {"TETHER_VLLM_WHITESPACE": "bounded", "TETHER_VLLM_GRAMMAR_CACHE": "4"}[var]
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    monkeypatch.setenv("TETHER_VLLM_WHITESPACE", "flexible")
+    monkeypatch.setenv("TETHER_VLLM_GRAMMAR_CACHE", "0")
+    b2 = TetherBackend(cfg, tokenizer=tok, vocab_size=cfg.model_config.get_vocab_size())
+    assert b2.whitespace == "flexible" and b2.grammars.size == 0
+    for var, bad, good in (("TETHER_VLLM_WHITESPACE", "loose", "bounded"), ("TETHER_VLLM_GRAMMAR_CACHE", "-3", "4")):
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(ValueError, match=var):
+            TetherBackend(cfg, tokenizer=tok, vocab_size=cfg.model_config.get_vocab_size())
+        monkeypatch.setenv(var, good)
 
 
 def _free_port() -> int:

@@ -204,9 +204,7 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	case tensor.Float32:
 		d := t.Float32s()
 		bits := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(d))), len(d))
-		if c.usePacked() && w.rows > 1 && c.pack(w, packedLen(w.rows, w.cols, 3), func(out []byte) (packedWeights, bool) {
-			return packPacked(c.pool, out, w.rows, w.cols, func(r int) []uint32 { return bits[r*w.cols:] })
-		}) {
+		if packWeight(c, w, func(r int) []uint32 { return bits[r*w.cols:] }) {
 			break
 		}
 		w.f32 = packPanels(c.pool, arenaSlice[float32](&c.arena, panelsLen(w.rows, w.cols)), w.rows, w.cols, func(r int) []float32 { return d[r*w.cols:] })
@@ -216,9 +214,7 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	case tensor.Uint16:
 		d := t.Data().([]uint16)
 		get := func(r int) []uint16 { return d[r*w.cols:] }
-		if c.usePacked() && w.rows > 1 && c.pack(w, packedLen(w.rows, w.cols, 1), func(out []byte) (packedWeights, bool) {
-			return packPacked(c.pool, out, w.rows, w.cols, get)
-		}) {
+		if packWeight(c, w, get) {
 			w.pairs = c.bf16Math()
 			break
 		}
@@ -237,12 +233,16 @@ func (c *CPU) Upload(name string, t *tensor.Dense) (Weight, error) {
 	return w, nil
 }
 
-// pack stores matrix w in packed panels with enc (packPacked into size bytes of the
-// arena) and reports whether it did (the matrix fits: see packedMaxExcPer). A matrix
-// that does not fit leaves its packed bytes unused in the arena: rare, and at most
-// seven eighths of its size.
-func (c *CPU) pack(w *cpuWeight, size int, enc func(out []byte) (packedWeights, bool)) bool {
-	b, ok := enc(arenaSlice[byte](&c.arena, size))
+// packWeight stores matrix w (row r from get: bf16 or float32 bits) in packed panels
+// when the engine packs (WithPackedPanels) and the matrix fits (see packedMaxExcPer),
+// and reports whether it did. A matrix that does not fit leaves its packed bytes unused
+// in the arena: rare, and at most seven eighths of its size.
+func packWeight[T uint16 | uint32](c *CPU, w *cpuWeight, get func(r int) []T) bool {
+	if w.rows == 1 || !c.usePacked() {
+		return false
+	}
+	low := int(unsafe.Sizeof(T(0))) - 1
+	b, ok := packPacked(c.pool, arenaSlice[byte](&c.arena, packedLen(w.rows, w.cols, low)), w.rows, w.cols, get)
 	if ok {
 		w.pk = &b
 	}

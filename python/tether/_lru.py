@@ -22,7 +22,7 @@ def grammar_cache_size(env: str | None = None) -> int:
     """The cache size ``TETHER_VLLM_GRAMMAR_CACHE`` asks for (compiled grammars; 0 turns
     the cache off), else DEFAULT_GRAMMAR_CACHE.
 
-    >>> grammar_cache_size("8"), grammar_cache_size("0"), grammar_cache_size(None) == DEFAULT_GRAMMAR_CACHE
+    >>> grammar_cache_size("8"), grammar_cache_size("0"), grammar_cache_size("") == DEFAULT_GRAMMAR_CACHE
     (8, 0, True)
     """
     raw = os.environ.get("TETHER_VLLM_GRAMMAR_CACHE") if env is None else env

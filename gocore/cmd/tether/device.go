@@ -36,14 +36,14 @@ func addModelFlags(fs *flag.FlagSet, threadsHelp string) modelFlags {
 // the engine --device made (call it after the model is closed).
 func (f modelFlags) options() ([]model.Option, func(), error) {
 	mopts := []model.Option{model.WithThreads(*f.threads)}
-	set := map[string]bool{}
-	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	mathSet := false // --bf16-math given, rather than its default
+	f.fs.Visit(func(fl *flag.Flag) { mathSet = mathSet || fl.Name == "bf16-math" })
 	switch {
-	case *f.exact && set["bf16-math"] && *f.bf16Math:
+	case *f.exact && mathSet && *f.bf16Math:
 		return nil, nil, usageError("--exact-bf16 and --bf16-math ask for two ways to multiply bf16 weights: give one")
 	case *f.exact || !*f.bf16Math:
 		mopts = append(mopts, model.WithExactBF16())
-	case set["bf16-math"]:
+	case mathSet:
 		mopts = append(mopts, model.WithBF16Math())
 	}
 	mopts, err := weightsOption(mopts, *f.weights)
