@@ -1036,8 +1036,15 @@ func (c *conv) patternBody(p string, minL, maxL int, ptr string) (string, error)
 }
 
 // lengthDFA intersects a pattern's automaton with the length limits (a
-// counter of code points beside each state) and writes the result.
+// counter of code points beside each state) and writes the result. Results
+// are memoized in c.strings (under keys that begin with 'L', which
+// stringDFAKey's never do): schemas repeat a pattern with its limits at every
+// place that uses it, and each automaton costs about a millisecond.
 func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (string, error) {
+	key := "L" + strconv.Itoa(minL) + " " + strconv.Itoa(maxL) + " " + p
+	if x, ok := c.strings[key]; ok {
+		return x, nil
+	}
 	d, err := patternDFA(p)
 	if err != nil {
 		return "", err
@@ -1052,7 +1059,9 @@ func (c *conv) lengthDFA(rc *regexConv, p string, minL, maxL int, ptr string) (s
 	}
 	// no minimization here: the counter makes states distinct, and Moore's
 	// refinement would need a round per count
-	return ld.grammar(rc, "pattern"), nil
+	x := ld.grammar(rc, "pattern")
+	c.strings[key] = x
+	return x, nil
 }
 
 // stringDFA writes the strings that match every pattern (pattern and
