@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/tetherlm/tether/gocore/tokenmask"
 
@@ -105,9 +106,10 @@ func (g *Grammar) NewMatcher() EngineMatcher {
 	return EngineMatcher{Matcher: g.Grammar.NewMatcher(), maxStacks: g.Spec.MaxStacks}
 }
 
-// Compile parses and compiles spec for vocabulary v, reusing a recently compiled
-// grammar with the same spec and vocabulary: a processor made per request then reuses
-// the engine's warm per-position token caches instead of paying for cold masks again.
+// Compile parses and compiles spec for vocabulary v, reusing a grammar compiled with
+// the same spec and vocabulary that is recent or still in use (see compiledCache): a
+// processor made per request then reuses the engine's warm per-position token caches
+// instead of paying for cold masks again.
 // Parse errors are *gbnf.Error, compile errors *engine.CompileError, a limit hit at the
 // start state an *engine.LimitError.
 //
@@ -187,30 +189,78 @@ type cacheKey struct {
 	maxStacks           int
 }
 
-// compiledCache keeps the most recently used compiled grammars.
+// compiledCache finds a compiled grammar by its spec. It holds the
+// compiledCacheSize most recently used grammars strongly; any other grammar it
+// made stays findable, through a weak pointer, for as long as something else
+// (a caller's Grammar, a matcher) keeps it alive. A process that compiles many
+// distinct grammars (a server, one schema per request) so retains a few, not
+// all it has seen: Kubernetes-sized grammars hold megabytes each with their
+// token caches, and every garbage collection marks what is retained (32
+// retained grammars made the MaskBench dev split's compiles through Python 10%
+// slower at p99, against 1).
 type compiledCache struct {
 	mu    sync.Mutex
-	order []cacheKey // least recently used first
+	order []cacheKey // held strongly, least recently used first
 	items map[cacheKey]*Grammar
+	weak  map[cacheKey]weak.Pointer[Grammar]
+	// sweepAt is the weak map's size at which put next drops the entries
+	// whose grammar has been collected
+	sweepAt int
 }
 
-const compiledCacheSize = 32
+// compiledCacheSize is the number of grammars the cache holds strongly.
+const compiledCacheSize = 4
 
-var compiled = &compiledCache{items: map[cacheKey]*Grammar{}}
+// weakSweepFrom is the smallest size at which put drops the weak entries whose
+// grammar has been collected; after a sweep, the next waits until the map has
+// doubled, so sweeping costs O(1) per put.
+const weakSweepFrom = 64
+
+var compiled = newCompiledCache()
+
+func newCompiledCache() *compiledCache {
+	return &compiledCache{items: map[cacheKey]*Grammar{}, weak: map[cacheKey]weak.Pointer[Grammar]{}}
+}
 
 func (c *compiledCache) get(k cacheKey) *Grammar {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.items[k]
-	if g != nil {
-		c.touch(k)
+	if g == nil {
+		w, ok := c.weak[k]
+		if !ok {
+			return nil
+		}
+		if g = w.Value(); g == nil {
+			delete(c.weak, k)
+			return nil
+		}
+		c.hold(k, g) // used again: held strongly as the most recent
+		return g
 	}
+	c.touch(k)
 	return g
 }
 
 func (c *compiledCache) put(k cacheKey, g *Grammar) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.weak) >= max(c.sweepAt, weakSweepFrom) {
+		for wk, w := range c.weak {
+			if w.Value() == nil {
+				delete(c.weak, wk)
+			}
+		}
+		c.sweepAt = 2 * len(c.weak)
+	}
+	c.weak[k] = weak.Make(g)
+	c.hold(k, g)
+}
+
+// hold makes g the most recently used of the strongly held grammars, letting
+// go of the least recently used one past compiledCacheSize (it stays in the
+// weak map).
+func (c *compiledCache) hold(k cacheKey, g *Grammar) {
 	if _, ok := c.items[k]; !ok && len(c.order) >= compiledCacheSize {
 		delete(c.items, c.order[0])
 		c.order = c.order[1:]
