@@ -615,3 +615,33 @@ func TestJSONTextChecked(t *testing.T) {
 		assert.Equal(t, !json.Valid([]byte(text)), notJSON, "%s: %v", text, err)
 	}
 }
+
+// One pattern with length limits at several places: the automaton is built once
+// per (pattern, limits) and shared, and each place keeps its own limits.
+func TestPatternLengthShared(t *testing.T) {
+	const p = `"pattern":"^([a-z]+):([0-9]+)$"`
+	s := `{"type":"object","properties":{` +
+		`"a":{"type":"string",` + p + `,"maxLength":5},` +
+		`"b":{"type":"string",` + p + `,"maxLength":5},` +
+		`"c":{"type":"string",` + p + `,"maxLength":7},` +
+		`"d":{"type":"string",` + p + `,"minLength":6}},` +
+		`"required":["a","b","c","d"],"additionalProperties":false}`
+	obj := func(a, b, c, d string) string {
+		return `{"a":"` + a + `","b":"` + b + `","c":"` + c + `","d":"` + d + `"}`
+	}
+	checkSchemaCases(t, []schemaCase{{
+		schema: s,
+		accept: []string{
+			obj("ab:12", "a:1", "abc:123", "abcd:1"),
+			obj("a:123", "abc:1", "a:12345", "a:12345678"),
+		},
+		reject: []string{
+			obj("ab:123", "a:1", "abc:123", "abcd:1"), // a too long
+			obj("a:1", "ab:123", "abc:123", "abcd:1"), // b too long
+			obj("a:1", "a:1", "abcd:1234", "abcd:1"),  // c too long
+			obj("a:1", "a:1", "a:1", "ab:12"),         // d too short
+			obj("a:1", "a:1", "a:1", "abcd:"),         // d off the pattern
+			obj("a1", "a:1", "a:1", "abcd:1"),         // a off the pattern
+		},
+	}})
+}
