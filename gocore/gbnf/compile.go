@@ -458,7 +458,7 @@ func (c *compiler) repeat(owner int, n *node, at int) ([]Element, error) {
 		return nil, err
 	}
 	if len(body) == 0 {
-		return nil, c.p.errorf(n.off, ErrSyntax, "nothing to repeat: the item before %q is empty", c.p.src[n.off:n.off+1])
+		return nil, c.p.errorf(n.off, ErrSyntax, "nothing to repeat: the item before %q is empty", c.p.textAt(n.off, 1))
 	}
 	if counted(n) {
 		return c.counted(owner, n, body)

@@ -93,6 +93,120 @@ func Parse(src string, opts ...Option) (*Grammar, error) {
 	return compile(p, rules)
 }
 
+// A RuleText is one rule of a grammar given rule by rule: Name ::= Body, where
+// Body is what follows "::=" on the rule's line (it holds no line break).
+type RuleText struct{ Name, Body string }
+
+// Text is the grammar text of rules: each rule "Name ::= Body" on a line of its
+// own, in order.
+func Text(rules []RuleText) string {
+	n := 0
+	for _, r := range rules {
+		n += len(r.Name) + len(" ::= ") + len(r.Body) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, r := range rules {
+		b.WriteString(r.Name)
+		b.WriteString(" ::= ")
+		b.WriteString(r.Body)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ParseRules parses a grammar given rule by rule, without making its text: the
+// grammar is what Parse(Text(rules), opts...) returns, and so is an error about
+// the rules' contents (with its line and column in that text), except for a
+// body that leaves a literal, class, token or parenthesis open: that is an
+// error here, where Parse may read on into the next lines (a literal may hold a
+// line break). A program that builds a grammar rule by
+// rule (the JSON Schema converter) saves writing the text and scanning it again
+// for names and lines.
+//
+// Each rule must stand on its own line: a name of ASCII letters, digits and
+// '-', and a body that holds no line break, is not blank and does not end with
+// "|" (in a text, those would run on into the next line). Other rules are an
+// error here, whatever Parse would make of their text.
+//
+//	g, err := gbnf.ParseRules([]gbnf.RuleText{{"root", `"a" b`}, {"b", "[0-9]+"}})
+func ParseRules(rules []RuleText, opts ...Option) (*Grammar, error) {
+	cfg := config{root: DefaultRoot, maxRepeat: DefaultMaxRepeat, maxElements: DefaultMaxElements}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p := &parser{cfg: &cfg, rules: rules, starts: make([]int, len(rules)), lines: make([]int, 0, len(rules)+1)}
+	if len(rules) == 0 {
+		p.lines = append(p.lines, 0)
+		return nil, p.errorf(0, ErrEmpty, `empty grammar: expected at least one rule such as "root ::= ..."`)
+	}
+	// where each line, and each body, would start in the text
+	off := 0
+	for i, r := range rules {
+		p.lines = append(p.lines, off)
+		p.starts[i] = off + len(r.Name) + len(" ::= ")
+		off = p.starts[i] + len(r.Body) + 1
+	}
+	p.lines = append(p.lines, off) // the text ends with a line break
+	// Parse's checks of the text before its first rule: UTF-8, then names
+	for i, r := range rules {
+		for k, s := range [2]string{r.Name, r.Body} {
+			if utf8.ValidString(s) {
+				continue
+			}
+			at := p.lines[i]
+			if k == 1 {
+				at = p.starts[i]
+			}
+			for j := 0; j < len(s); {
+				c, size := utf8.DecodeRuneInString(s[j:])
+				if c == utf8.RuneError && size == 1 {
+					return nil, p.errorf(at+j, ErrUTF8, "invalid UTF-8 byte 0x%02X: grammar text must be UTF-8", s[j])
+				}
+				j += size
+			}
+		}
+	}
+	defs := make([]ruleDef, 0, len(rules))
+	for i, r := range rules {
+		if j := strings.IndexAny(r.Body, "\r\n"); j >= 0 {
+			return nil, p.errorf(p.starts[i]+j, ErrSyntax, "the body of rule %q holds a line break: a rule given apart must be one line", r.Name)
+		}
+		if r.Name == "" || strings.IndexFunc(r.Name, func(c rune) bool { return c >= utf8.RuneSelf || !isNameByte(byte(c)) }) >= 0 {
+			return nil, p.errorf(p.lines[i], ErrSyntax, "rule name %q: a name is ASCII letters, digits and '-'", r.Name)
+		}
+		p.src, p.base, p.rule = r.Body, p.starts[i], r.Name
+		alts, err := p.parseBody()
+		if err != nil {
+			// A body that breaks off (a literal, class or escape left open)
+			// is read again with the line break it has in the text, for the
+			// error Parse gives. (A body that does not break off is never
+			// read past its end.)
+			p.src = r.Body + "\n"
+			_, err = p.parseBody()
+			return nil, err
+		}
+		defs = append(defs, ruleDef{name: r.Name, off: p.lines[i], alts: alts})
+	}
+	p.src, p.pos, p.base = "", 0, 0
+	return compile(p, defs)
+}
+
+// parseBody parses p.src as the body of rule p.rule (ParseRules).
+func (p *parser) parseBody() ([][]*node, error) {
+	p.pos, p.depth = 0, 0
+	p.skipSpace(true)
+	if p.pos == len(p.src) {
+		// in a text, the rule would go on with the next line
+		return nil, p.errorf(p.pos, ErrSyntax, "the body of rule %q is empty: write \"\" for the empty string", p.rule)
+	}
+	alts, err := p.parseAlternates(false)
+	if err != nil {
+		return nil, err
+	}
+	return alts, p.ruleEnd(p.rule)
+}
+
 // The syntax tree between parsing and expansion. It is never larger than the
 // source text, so every check that can run on it runs before anything is
 // expanded.
@@ -134,12 +248,21 @@ type ruleDef struct {
 }
 
 type parser struct {
-	src   string
-	pos   int
-	cfg   *config
-	lines []int // byte offsets where lines start
-	depth int
-	rule  string // the rule being parsed, for messages
+	src string
+	pos int
+	// base is the offset of src in the grammar's text: 0 for Parse; for
+	// ParseRules, where src is one rule's body at a time, the offset that body
+	// would have in Text(rules). Node and rule offsets are kept in the text's
+	// terms (p.node adds base), so positions are the same either way.
+	base int
+	// rules, starts: ParseRules' rules, and the offset of each body in
+	// Text(rules) (for textAt once parsing is over)
+	rules  []RuleText
+	starts []int
+	cfg    *config
+	lines  []int // byte offsets where lines start
+	depth  int
+	rule   string // the rule being parsed, for messages
 	// refs: every reference, in the order written (compile resolves them in
 	// one pass, not a walk of the tree)
 	refs []*node
@@ -175,6 +298,7 @@ func (p *parser) charBuf(n int) []Range {
 
 // node returns a new node holding n, from the parser's current chunk.
 func (p *parser) node(n node) *node {
+	n.off += p.base
 	if len(p.slab) == cap(p.slab) {
 		p.slab = make([]node, 0, min(max(2*cap(p.slab), 16), 256)) // small grammars stay small
 	}
@@ -214,8 +338,25 @@ func (p *parser) position(off int) Pos {
 	return Pos{Line: lo + 1, Col: off - p.lines[lo] + 1}
 }
 
+// errorf makes an *Error at offset off of src (while parsing; compile, which
+// runs with base 0, passes offsets in the text).
 func (p *parser) errorf(off int, code ErrorCode, format string, args ...any) *Error {
-	return &Error{Pos: p.position(off), Code: code, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Pos: p.position(p.base + off), Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// textAt is the text's n bytes at offset off (once parsing is over; for
+// ParseRules, within one rule's body).
+func (p *parser) textAt(off, n int) string {
+	if p.rules == nil {
+		return p.src[off : off+n]
+	}
+	i, found := slices.BinarySearch(p.starts, off)
+	if !found {
+		i--
+	}
+	b := p.rules[i].Body
+	lo := off - p.starts[i]
+	return b[lo:min(lo+n, len(b))]
 }
 
 func (p *parser) checkUTF8() error {
@@ -235,6 +376,9 @@ func (p *parser) checkUTF8() error {
 // describe quotes what is at off for a message: a character, "::=", or "end of input".
 func (p *parser) describe(off int) string {
 	if off >= len(p.src) {
+		if p.rules != nil {
+			return strconv.Quote("\n") // in the text, a body ends its line
+		}
 		return "end of input"
 	}
 	if strings.HasPrefix(p.src[off:], "::=") {
@@ -329,6 +473,16 @@ func (p *parser) parseRule(hasPrev bool) (ruleDef, error) {
 	if err != nil {
 		return ruleDef{}, err
 	}
+	if err := p.ruleEnd(name); err != nil {
+		return ruleDef{}, err
+	}
+	p.skipSpace(true)
+	return ruleDef{name: name, off: start, alts: alts}, nil
+}
+
+// ruleEnd checks that rule name's alternatives end at the end of the line (or
+// of the input), and steps over the line break.
+func (p *parser) ruleEnd(name string) error {
 	switch c := p.peek(); {
 	case p.pos >= len(p.src):
 	case c == '\n':
@@ -339,16 +493,15 @@ func (p *parser) parseRule(hasPrev bool) (ruleDef, error) {
 			p.pos++
 		}
 	case p.at("::="):
-		return ruleDef{}, p.errorf(p.pos, ErrSyntax,
+		return p.errorf(p.pos, ErrSyntax,
 			`unexpected "::=" inside rule %q: a new rule must start on its own line (a line ending in "|" continues the rule above)`, name)
 	case c == ')':
-		return ruleDef{}, p.errorf(p.pos, ErrSyntax, `unexpected ")" in rule %q: no "(" to close`, name)
+		return p.errorf(p.pos, ErrSyntax, `unexpected ")" in rule %q: no "(" to close`, name)
 	default:
-		return ruleDef{}, p.errorf(p.pos, ErrSyntax,
+		return p.errorf(p.pos, ErrSyntax,
 			`unexpected %s in rule %q: expected an item, "|" or the end of the line`, p.describe(p.pos), name)
 	}
-	p.skipSpace(true)
-	return ruleDef{name: name, off: start, alts: alts}, nil
+	return nil
 }
 
 // parseAlternates parses sequences separated by "|".
@@ -375,6 +528,10 @@ func (p *parser) parseAlternates(nested bool) ([][]*node, error) {
 		}
 		p.pos++
 		p.skipSpace(true)
+		if p.rules != nil && p.pos == len(p.src) {
+			// in a text, the rule would go on with the next line
+			return nil, p.errorf(p.pos, ErrSyntax, `rule %q ends with "|": a rule given apart must be one line`, p.rule)
+		}
 	}
 }
 
@@ -416,7 +573,7 @@ func (p *parser) parseSequence(nested bool) ([]*node, error) {
 			}
 			if p.peek() != ')' {
 				return nil, p.errorf(p.pos, ErrSyntax, `expected ")" to close the "(" at %s, found %s`,
-					p.position(start), p.describe(p.pos))
+					p.position(p.base+start), p.describe(p.pos))
 			}
 			p.pos++
 			n = p.node(node{op: opGroup, off: start, alts: alts})
@@ -511,7 +668,7 @@ func (p *parser) parseBounds(nested bool) (min, max int, err error) {
 		p.skipSpace(nested)
 		if p.peek() != '}' {
 			return 0, 0, p.errorf(p.pos, ErrSyntax, `expected "}" to close the "{" at %s, found %s`,
-				p.position(open), p.describe(p.pos))
+				p.position(p.base+open), p.describe(p.pos))
 		}
 	default:
 		if !hasMin {
