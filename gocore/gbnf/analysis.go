@@ -37,7 +37,31 @@ func ClassEmpty(ranges []Range, negated bool) bool {
 		return true
 	}
 	// Negated: empty iff [0, D7FF] and [E000, 10FFFF] are both covered. Once the
-	// ranges are merged, each part must lie inside one range.
+	// ranges are merged, each part must lie inside one range. Ranges sorted by
+	// their start (a parsed class's are) merge as they are read, with no copy.
+	var lo, hi rune // the run of merged ranges so far
+	started, low, high, sorted := false, false, false, true
+	for _, r := range ranges {
+		if r.Lo > r.Hi {
+			continue
+		}
+		switch {
+		case started && r.Lo < lo:
+			sorted = false
+		case started && r.Lo <= hi+1:
+			hi = max(hi, r.Hi)
+		default:
+			lo, hi, started = r.Lo, r.Hi, true
+		}
+		if !sorted {
+			break
+		}
+		low = low || lo <= 0 && hi >= surrogateLo-1
+		high = high || lo <= surrogateHi+1 && hi >= 0x10FFFF
+	}
+	if sorted {
+		return low && high
+	}
 	rs := NormalizeRanges(ranges)
 	covered := func(lo, hi rune) bool {
 		for _, r := range rs {
