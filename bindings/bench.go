@@ -75,11 +75,11 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 		mask := tokenmask.New(v.Size())
 		start := time.Now()
 		gr, err := func() (*engine.Grammar, error) {
-			pg, _, _, err := schema.Grammar([]byte(schemaJSON), opts...)
+			c, err := schema.Convert([]byte(schemaJSON), opts...)
 			if err != nil {
 				return nil, err
 			}
-			gr, err := engine.Compile(pg, v)
+			gr, err := engine.Compile(c.Grammar, v)
 			if err != nil {
 				return nil, err
 			}

@@ -63,18 +63,18 @@ func GrammarFromSchema(vocabHandle int64, schemaJSON, optionsJSON string, maxSta
 		if err != nil {
 			return "", err
 		}
-		pg, text, ignored, err := schema.Grammar([]byte(schemaJSON), opts...)
+		c, err := schema.Convert([]byte(schemaJSON), opts...)
 		if err != nil {
 			return "", schemaError(err)
 		}
-		h, err := addCompiled(v, session.Spec{Src: text, MaxStacks: maxStacks}, pg)
+		h, err := addCompiled(v, session.Spec{Src: c.Text(), MaxStacks: maxStacks}, c.Grammar)
 		if err != nil {
 			return "", err
 		}
 		b, err := json.Marshal(struct {
 			Handle  int64        `json:"handle"`
 			Ignored []ignoredKey `json:"ignored"`
-		}{h, ignoredKeys(ignored)})
+		}{h, ignoredKeys(c.Ignored)})
 		return string(b), err
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,42 +18,76 @@ import (
 // where the grammar is narrower). Keywords that cannot be enforced fail the
 // conversion with a *SchemaError, or, with Lenient, are listed in ignored.
 func FromJSONSchema(schema []byte, opts ...Option) (grammar string, ignored []Ignored, err error) {
-	grammar, _, ignored, err = convert(schema, opts)
-	return grammar, ignored, err
+	rules, _, ignored, err := convert(schema, opts)
+	if err != nil {
+		return "", nil, err
+	}
+	return gbnf.Text(rules), ignored, nil
 }
 
 // Grammar converts a JSON Schema document as FromJSONSchema does and returns the
-// grammar parsed as well as its text: the same result as gbnf.Parse(text), without
-// parsing the text a second time where the converter parsed it already (a
-// recursive schema's grammar is parsed to check that every definition can
-// finish). Errors from parsing are gbnf's.
+// grammar parsed as well as its text: the same result as gbnf.Parse(text).
+// Convert does the same without writing the text unless asked for it.
 //
 //	g, text, ignored, err := schema.Grammar([]byte(`{"type":"integer"}`))
 //	// g feeds engine.Compile; text is what `tether gbnf` prints
 func Grammar(schema []byte, opts ...Option) (g *gbnf.Grammar, text string, ignored []Ignored, err error) {
-	text, g, ignored, err = convert(schema, opts)
+	c, err := Convert(schema, opts...)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if g == nil {
-		if g, err = gbnf.Parse(text); err != nil {
-			return nil, "", nil, err
-		}
-	}
-	return g, text, ignored, nil
+	return c.Grammar, c.Text(), c.Ignored, nil
 }
 
-// convert is FromJSONSchema; parsed is the grammar when the conversion parsed it
-// (with the checks gbnf.Parse makes: see checkProductive), else nil.
-func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar, ignored []Ignored, err error) {
+// Converted is a JSON Schema converted and parsed (see Convert).
+type Converted struct {
+	// Grammar is the grammar, parsed: what gbnf.Parse(Text()) returns.
+	Grammar *gbnf.Grammar
+	// Ignored lists the keywords left unenforced (with Lenient).
+	Ignored []Ignored
+	rules   []gbnf.RuleText
+}
+
+// Text is the grammar's GBNF text (what FromJSONSchema returns and `tether gbnf`
+// prints), written on each call.
+func (c *Converted) Text() string { return gbnf.Text(c.rules) }
+
+// Rules is the grammar rule by rule, root first (gbnf.Text(Rules()) is Text()).
+func (c *Converted) Rules() []gbnf.RuleText { return c.rules }
+
+// Convert converts a JSON Schema document as FromJSONSchema does and hands the
+// grammar over parsed, without writing its text and parsing that: the converter
+// gives its rules to gbnf.ParseRules directly. Text() writes the text when a
+// caller wants it, byte for byte what FromJSONSchema returns. Errors from
+// parsing are gbnf's.
+//
+//	c, err := schema.Convert([]byte(`{"type":"integer"}`))
+//	// c.Grammar feeds engine.Compile; c.Text() is what `tether gbnf` prints
+func Convert(schema []byte, opts ...Option) (*Converted, error) {
+	rules, g, ignored, err := convert(schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		if g, err = gbnf.ParseRules(rules); err != nil {
+			return nil, err
+		}
+	}
+	return &Converted{Grammar: g, Ignored: ignored, rules: rules}, nil
+}
+
+// convert converts a schema into rules (root first: gbnf.Text(rules) is the
+// grammar's text); parsed is the grammar when the conversion parsed it (with
+// the checks gbnf.Parse makes: see checkProductive), else nil.
+func convert(schema []byte, opts []Option) (rules []gbnf.RuleText, parsed *gbnf.Grammar, ignored []Ignored, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			grammar, parsed, ignored, err = "", nil, nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
+			rules, parsed, ignored, err = nil, nil, nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	doc, err := decodeJSON(schema)
 	if err != nil {
-		return "", nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
+		return nil, nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
 	// Large schemas make about one rule per 64 bytes (kb_1161: 938 KB, 14k
 	// rules): the builder's maps start near their final size instead of
@@ -62,7 +97,7 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	c.b.cfg = c.cfg
 	if len(c.cfg.resources) > 0 {
 		if c.extra, err = decodeResources(c.cfg.resources); err != nil {
-			return "", nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if len(c.extra) > 0 || needsIdentifiers(schema, c.cfg.draft) {
@@ -70,31 +105,31 @@ func convert(schema []byte, opts []Option) (grammar string, parsed *gbnf.Grammar
 	}
 	expr, err := c.visit(doc, "", "root")
 	if err != nil {
-		return "", nil, nil, err
+		return nil, nil, nil, err
 	}
 	if expr == "" {
 		expr = `""`
 	}
 	c.b.define("root", expr)
 	if c.b.size > maxGrammarBytes {
-		return "", nil, nil, &SchemaError{Msg: fmt.Sprintf("the grammar would exceed %d bytes", maxGrammarBytes)}
+		return nil, nil, nil, &SchemaError{Msg: fmt.Sprintf("the grammar would exceed %d bytes", maxGrammarBytes)}
 	}
 	// The grammar is not re-parsed here (that would double the cost): by
 	// construction it has no left recursion (see ref) and its repetitions stay
 	// within gbnf's limits; the fuzz target checks that it always parses.
 	// Only a recursive grammar can have rules that never finish (a definition
 	// that must contain itself): those are checked on the parsed grammar.
-	text := c.b.text("root")
+	rules = c.b.ruleList("root")
 	// What only the conversion needed (the decoded schema, the builder's
-	// rules and memos) is garbage from here: a big schema's parse below then
+	// maps and memos) is garbage from here: a big schema's parse below then
 	// grows the heap less.
 	c.root, c.extra, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs = nil, nil, nil, nil, nil, nil, nil
-	if c.recursive || strings.Contains(text, noMatch) {
-		if parsed, err = c.checkProductive(text); err != nil {
-			return "", nil, nil, err
+	if c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) }) {
+		if parsed, err = c.checkProductive(rules); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	return text, parsed, c.ignored, nil
+	return rules, parsed, c.ignored, nil
 }
 
 // conv is the state of one conversion.
@@ -974,8 +1009,8 @@ const parallelCheckFrom = 1024
 // It returns the parsed grammar: its checks are gbnf.Parse's dead-end check (a
 // reachable rule that derives nothing, a reachable class that matches nothing;
 // the converter writes no raw bytes), so the grammar is what gbnf.Parse returns.
-func (c *conv) checkProductive(text string) (*gbnf.Grammar, error) {
-	g, err := gbnf.Parse(text, gbnf.AllowDeadEnds())
+func (c *conv) checkProductive(rules []gbnf.RuleText) (*gbnf.Grammar, error) {
+	g, err := gbnf.ParseRules(rules, gbnf.AllowDeadEnds())
 	if err != nil {
 		return nil, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 	}

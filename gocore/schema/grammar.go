@@ -110,10 +110,11 @@ func (b *builder) fixed(name, body string) string {
 	return name
 }
 
-// text writes the rules reachable from root: root first, then the others in
-// definition order. Rules that only a failed part of the conversion used (an
-// anyOf branch or a $ref target that turned out to accept nothing) are left out.
-func (b *builder) text(root string) string {
+// rules lists the rules reachable from root: root first, then the others in
+// definition order (gbnf.Text(rules) is the grammar's text). Rules that only a
+// failed part of the conversion used (an anyOf branch or a $ref target that
+// turned out to accept nothing) are left out.
+func (b *builder) ruleList(root string) []gbnf.RuleText {
 	reach := map[string]bool{root: true}
 	work := []string{root}
 	for len(work) > 0 {
@@ -126,21 +127,14 @@ func (b *builder) text(root string) string {
 			}
 		})
 	}
-	var sb strings.Builder
-	sb.Grow(b.size) // every rule's bytes: one allocation, not a doubling series
-	write := func(n string) {
-		sb.WriteString(n)
-		sb.WriteString(" ::= ")
-		sb.WriteString(b.rules[n])
-		sb.WriteByte('\n')
-	}
-	write(root)
+	out := make([]gbnf.RuleText, 0, len(reach))
+	out = append(out, gbnf.RuleText{Name: root, Body: b.rules[root]})
 	for _, n := range b.order {
 		if n != root && reach[n] {
-			write(n)
+			out = append(out, gbnf.RuleText{Name: n, Body: b.rules[n]})
 		}
 	}
-	return sb.String()
+	return out
 }
 
 // forEachRef calls f with each rule name an expression refers to (skipping

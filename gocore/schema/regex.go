@@ -37,7 +37,7 @@ func FromRegex(pattern string, opts ...Option) (grammar string, err error) {
 	}
 	b.used["root"] = true
 	b.define("root", body)
-	g := b.text("root")
+	g := gbnf.Text(b.ruleList("root"))
 	if err := checkGrammar(g); err != nil {
 		return "", &RegexError{Pattern: pattern, Msg: err.Error()}
 	}

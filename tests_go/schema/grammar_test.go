@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,11 +16,12 @@ import (
 	"github.com/tetherlm/tether/tests_go/internal/testdata"
 )
 
-// TestGrammarIsParseOfText: schema.Grammar's parsed grammar is gbnf.Parse of the
-// text FromJSONSchema gives (the converter's own parse of recursive grammars is
-// reused, not a different grammar), and it fails where converting or parsing
-// fails, for recursive, non-recursive and unsatisfiable schemas and every 7th
-// MaskBench dev schema.
+// TestGrammarIsParseOfText: schema.Grammar's and schema.Convert's parsed grammar
+// is gbnf.Parse of the text FromJSONSchema gives, equal in every field (rules
+// handed to gbnf.ParseRules without a text, and the converter's own parse of
+// recursive grammars, give the same grammar), Convert's Text and Rules are that
+// text, and both fail where converting or parsing fails, for recursive,
+// non-recursive and unsatisfiable schemas and every 7th MaskBench dev schema.
 func TestGrammarIsParseOfText(t *testing.T) {
 	docs := []string{
 		`{"type":"integer","minimum":0,"maximum":99}`,
@@ -45,22 +47,32 @@ func TestGrammarIsParseOfText(t *testing.T) {
 	compared := 0
 	for _, d := range docs {
 		g, text, ignored, err := schema.Grammar([]byte(d))
+		_, cerr := schema.Convert([]byte(d))
 		wantText, wantIgnored, wantErr := schema.FromJSONSchema([]byte(d))
 		if wantErr != nil {
 			require.Error(t, err, d)
 			assert.Equal(t, wantErr.Error(), err.Error())
+			require.Error(t, cerr, d)
+			assert.Equal(t, wantErr.Error(), cerr.Error())
 			continue
 		}
 		want, perr := gbnf.Parse(wantText)
 		if perr != nil {
 			require.Error(t, err, d)
+			require.Error(t, cerr, d)
 			continue
 		}
 		require.NoError(t, err, d)
 		assert.Equal(t, wantText, text)
 		assert.Equal(t, wantIgnored, ignored)
 		require.Equal(t, gbnf.Format(want), gbnf.Format(g), "%.200s", d)
-		require.Equal(t, want.Root, g.Root)
+		require.True(t, reflect.DeepEqual(want, g), "schema.Grammar differs from gbnf.Parse of its text: %.200s", d)
+		c, err := schema.Convert([]byte(d))
+		require.NoError(t, err, d)
+		require.True(t, reflect.DeepEqual(want, c.Grammar), "schema.Convert differs from gbnf.Parse of its text: %.200s", d)
+		assert.Equal(t, wantText, c.Text())
+		assert.Equal(t, wantText, gbnf.Text(c.Rules()))
+		assert.Equal(t, wantIgnored, c.Ignored)
 		compared++
 	}
 	assert.Greater(t, compared, 300)
