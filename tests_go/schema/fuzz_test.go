@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -59,8 +60,17 @@ func FuzzFromJSONSchema(f *testing.F) {
 			}
 			return
 		}
-		if _, err := gbnf.Parse(g); err != nil {
+		want, err := gbnf.Parse(g)
+		if err != nil {
 			t.Fatalf("grammar does not parse: %v\nschema: %s\n%s", err, data, g)
+		}
+		// Convert hands the same rules to gbnf.ParseRules: the same grammar
+		c, err := schema.Convert(data, opts...)
+		if err != nil {
+			t.Fatalf("FromJSONSchema converted, Convert did not: %v\nschema: %s", err, data)
+		}
+		if c.Text() != g || !reflect.DeepEqual(want, c.Grammar) {
+			t.Fatalf("Convert's grammar is not gbnf.Parse of FromJSONSchema's text\nschema: %s", data)
 		}
 	})
 }
