@@ -41,4 +41,8 @@
 //
 // Format writes a Grammar back as GBNF text, one line per rule, generated
 // helper rules included; parsing that text gives the same Grammar.
+//
+// ParseRules takes a grammar that a program builds rule by rule (the JSON
+// Schema converter) as names and bodies, and returns what Parse of their text
+// (Text) would, without that text being written and scanned again.
 package gbnf

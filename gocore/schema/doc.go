@@ -15,6 +15,11 @@
 //   - FromRegex converts a regular expression (Go's regexp/syntax, Perl flags)
 //     into a grammar for the strings it matches in full.
 //
+// Convert (and Grammar) return a JSON Schema's grammar parsed: the converter
+// hands its rules to gbnf.ParseRules, so no GBNF text is written and parsed
+// again unless a caller asks for it (Converted.Text, byte for byte
+// FromJSONSchema's).
+//
 // Where the grammar is deliberately narrower than the schema (it never is wider):
 // object properties appear in the schema's order, additional properties after the
 // named ones; strings are written in canonical JSON form where exactness needs it
