@@ -81,9 +81,23 @@ type trieSlot struct {
 	t    *trie
 }
 
-// trieFor returns the token trie of v, building it once per vocabulary value when
-// the value can be a map key (pointers, comparable structs).
+// An attacher keeps values for the engine that live as long as it does
+// (*vocab.Vocab's Attach).
+type attacher interface {
+	Attach(key any, mk func() any) any
+}
+
+// trieKey is the key of a vocabulary's token trie in its Attach.
+type trieKey struct{}
+
+// trieFor returns the token trie of v, building it once per vocabulary: kept by
+// v itself when v can keep it (an attacher: the trie, and the caches that hang
+// on it, are collected with v), else in a process-wide table when the value can
+// be a map key (pointers, comparable structs), for as long as the process runs.
 func trieFor(v Vocabulary) *trie {
+	if a, ok := v.(attacher); ok {
+		return a.Attach(trieKey{}, func() any { return buildTrie(v) }).(*trie)
+	}
 	if !reflect.TypeOf(v).Comparable() {
 		return buildTrie(v)
 	}

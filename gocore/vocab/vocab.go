@@ -42,6 +42,29 @@ type Vocab struct {
 
 	indexOnce sync.Once
 	index     map[string]int32 // piece -> id, built on first TokenID
+
+	attachMu sync.Mutex
+	attached map[any]any // see Attach
+}
+
+// Attach returns the value attached to v under key, made by mk on the first call
+// for that key (concurrent callers wait for that one call; if mk panics, nothing
+// is attached and a later call tries again). An attached value lives exactly as
+// long as v: the engine keeps each vocabulary's token trie, and the token sets
+// it caches across grammars, here, so a vocabulary nobody uses any more is
+// collected with them. Use a key of an unexported type of your own package.
+func (v *Vocab) Attach(key any, mk func() any) any {
+	v.attachMu.Lock()
+	defer v.attachMu.Unlock()
+	if x, ok := v.attached[key]; ok {
+		return x
+	}
+	x := mk()
+	if v.attached == nil {
+		v.attached = map[any]any{}
+	}
+	v.attached[key] = x
+	return x
 }
 
 // Size is the number of token ids the tokenizer defines (ids 0..Size()-1): the largest
