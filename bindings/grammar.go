@@ -22,10 +22,23 @@ var (
 // VocabFromJSON loads a vocabulary from the text of a tokenizer.json. configJSON is a
 // tokenizer_config.json (or "" / "{}"). eogJSON is "" for the default end-of-generation
 // set (the tokenizer's EOS and the end-of-turn tokens tether knows), or a JSON list of
-// token ids that is exactly the set.
+// token ids that is exactly the set. Loading the same inputs again while the first
+// vocabulary is in use gives that vocabulary (its token trie and the token sets it
+// caches across grammars are shared).
 func VocabFromJSON(tokenizerJSON, configJSON, eogJSON string) (int64, error) {
-	return safecall.Do("VocabFromJSON", func() (int64, error) {
-		var opts []vocab.Option
+	return vocabFromJSON("VocabFromJSON", tokenizerJSON, configJSON, eogJSON)
+}
+
+// VocabFromJSONUnshared is VocabFromJSON with a vocabulary of its own, never shared
+// with another load of the same inputs: its caches start cold and stay its own (for
+// isolation, and for benchmarks that compare engines on cold first visits).
+func VocabFromJSONUnshared(tokenizerJSON, configJSON, eogJSON string) (int64, error) {
+	return vocabFromJSON("VocabFromJSONUnshared", tokenizerJSON, configJSON, eogJSON, vocab.WithoutCache())
+}
+
+func vocabFromJSON(name, tokenizerJSON, configJSON, eogJSON string, extra ...vocab.Option) (int64, error) {
+	return safecall.Do(name, func() (int64, error) {
+		opts := extra
 		if configJSON != "" && configJSON != "{}" {
 			opts = append(opts, vocab.WithTokenizerConfig([]byte(configJSON)))
 		}

@@ -208,22 +208,15 @@ class TetherGo:
 
 
 def own_vocabulary(tok: Any, eos: int) -> Any:
-    """A tether Vocabulary no other engine here shares: a Go vocabulary of its own, so
-    its token trie and the token sets it caches across grammars are its own. With one
-    shared vocabulary (what Vocabulary.from_hf's cache would give both tether engines),
-    whichever tether engine ran a schema second would find the positions the first one
-    visited already analysed: its first visits, the mask tail, would be measured warm."""
-    import weakref
-
+    """A tether Vocabulary no other engine here shares (``shared=False``): a Go vocabulary
+    of its own, so its token trie and the token sets it caches across grammars are its
+    own. With one shared vocabulary (what ``Vocabulary.from_hf`` gives by default, in
+    Python and in Go alike), whichever tether engine ran a schema second would find the
+    positions the first one visited already analysed: its first visits, the mask tail,
+    would be measured warm."""
     import tether
 
-    V = tether.Vocabulary
-    saved = V._cache, V._by_object
-    V._cache, V._by_object = {}, weakref.WeakKeyDictionary()
-    try:
-        return V.from_hf(tok, eos_token_id=eos)
-    finally:
-        V._cache, V._by_object = saved
+    return tether.Vocabulary.from_hf(tok, eos_token_id=eos, shared=False)
 
 
 class TetherPy:

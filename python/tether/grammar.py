@@ -189,14 +189,37 @@ class Vocabulary:
     def __len__(self) -> int:
         return self.size
 
+    def __del__(self) -> None:
+        # the Go vocabulary lives on while grammars made from it do
+        _release(self, native.bindings_VocabClose)
+
     @classmethod
-    def from_hf(cls, tokenizer: Any, eos_token_id: int | Iterable[int] | None = None) -> Vocabulary:
+    def from_hf(
+        cls, tokenizer: Any, eos_token_id: int | Iterable[int] | None = None, *, shared: bool = True
+    ) -> Vocabulary:
         """The vocabulary of a transformers fast tokenizer (its tokenizer.json goes to Go).
 
         End-of-generation tokens: exactly ``eos_token_id`` (an id or a list of ids, e.g.
         ``model.generation_config.eos_token_id``) when given; otherwise the tokenizer's EOS
         and the end-of-turn tokens tether knows (``<|eot_id|>``, ``<|im_end|>``,
-        ``<end_of_turn>``, ...)."""
+        ``<end_of_turn>``, ...).
+
+        By default one vocabulary serves every caller with the same tokenizer and end
+        tokens: its token trie and the token sets it caches across grammars are shared.
+        ``shared=False`` builds one of its own, whose caches start cold and stay its own
+        (isolation; benchmarks of first visits).
+
+        >>> import os, pathlib
+        >>> from transformers import PreTrainedTokenizerFast
+        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
+        >>> tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+        >>> Vocabulary.from_hf(tok) is Vocabulary.from_hf(tok)
+        True
+        >>> Vocabulary.from_hf(tok, shared=False) is Vocabulary.from_hf(tok)
+        False
+        """
+        if not isinstance(shared, bool):
+            raise TypeError(f"shared must be a bool, not {type(shared).__name__}")
         if isinstance(tokenizer, Vocabulary):
             raise TypeError("Vocabulary.from_hf takes a transformers tokenizer, and got a Vocabulary already")
         exact: list[int] | None = None
@@ -206,7 +229,7 @@ class Vocabulary:
                 raise ValueError("eos_token_id is an empty list: generation could never end")
         obj_key = (len(tokenizer) if hasattr(tokenizer, "__len__") else -1, json.dumps(exact))
         try:
-            hit = cls._by_object.get(tokenizer, {}).get(obj_key)
+            hit = cls._by_object.get(tokenizer, {}).get(obj_key) if shared else None
         except TypeError:  # not weak-referenceable
             hit = None
         if hit is not None:
@@ -222,26 +245,29 @@ class Vocabulary:
         eos = getattr(tokenizer, "eos_token", None)
         if isinstance(eos, str):
             config["eos_token"] = eos
+        if not shared:
+            return cls._load(tok_json, config, exact, native.bindings_VocabFromJSONUnshared)
         key = hashlib.sha256(
             tok_json.encode("utf-8", "surrogatepass") + json.dumps([config, exact]).encode()
         ).hexdigest()
         with cls._lock:
             v = cls._cache.get(key)
             if v is None:
-                h = call(
-                    native.bindings_VocabFromJSON, tok_json, json.dumps(config),
-                    "" if exact is None else json.dumps(exact),
-                    error=TokenizerError,
-                )
-                eog = json.loads(call(native.bindings_VocabEOG, h, error=TokenizerError))
-                size = call(native.bindings_VocabSize, h, error=TokenizerError)
-                v = cls(h, eog, size)
+                v = cls._load(tok_json, config, exact, native.bindings_VocabFromJSON)
                 cls._cache[key] = v
             try:
                 cls._by_object.setdefault(tokenizer, {})[obj_key] = v
             except TypeError:
                 pass
             return v
+
+    @classmethod
+    def _load(cls, tok_json: str, config: dict[str, Any], exact: list[int] | None, fn: Any) -> Vocabulary:
+        """A Vocabulary loaded by the Go core's fn (VocabFromJSON or VocabFromJSONUnshared)."""
+        h = call(fn, tok_json, json.dumps(config), "" if exact is None else json.dumps(exact), error=TokenizerError)
+        eog = json.loads(call(native.bindings_VocabEOG, h, error=TokenizerError))
+        size = call(native.bindings_VocabSize, h, error=TokenizerError)
+        return cls(h, eog, size)
 
 
 def _max_stacks(max_stacks: int | None) -> int:
