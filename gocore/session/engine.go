@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func Compile(v engine.Vocabulary, spec Spec, parsed ...*gbnf.Grammar) (*Grammar,
 	if spec.MaxStacks <= 0 {
 		spec.MaxStacks = engineDefaultMaxStacks
 	}
-	key := cacheKey{v: v, src: spec.Src, root: spec.Root, dialect: spec.Dialect, maxStacks: spec.MaxStacks}
+	key := cacheKey{v: v, src: maphash.String(srcSeed, spec.Src), srcLen: len(spec.Src), root: spec.Root, dialect: spec.Dialect, maxStacks: spec.MaxStacks}
 	if t := spec.Triggers; t != nil {
 		key.lazy = true
 		key.triggers = strings.Join([]string{
@@ -139,7 +140,7 @@ func Compile(v engine.Vocabulary, spec Spec, parsed ...*gbnf.Grammar) (*Grammar,
 			strings.Join(t.PatternsFull, "\x00"), strings.Join(t.PreservedTokens, "\x00"),
 		}, "\x01")
 	}
-	if g := compiled.get(key); g != nil {
+	if g := compiled.get(key); g != nil && g.Spec.Src == spec.Src {
 		return g, nil
 	}
 	var pg *gbnf.Grammar
@@ -181,13 +182,23 @@ func intsKey(ids []int) string {
 	return b.String()
 }
 
+// cacheKey identifies a spec in the compiled-grammar cache. The source text is
+// held as its hash and length (a Kubernetes schema's grammar is hundreds of KB:
+// hashed once per Compile, not at every map operation, and not kept alive by
+// the weak entries of grammars already collected); a hit is checked against
+// the grammar's own Spec.Src.
 type cacheKey struct {
-	v                   engine.Vocabulary
-	src, root, triggers string
-	dialect             string
-	lazy                bool
-	maxStacks           int
+	v              engine.Vocabulary
+	src            uint64 // maphash of Spec.Src
+	srcLen         int
+	root, triggers string
+	dialect        string
+	lazy           bool
+	maxStacks      int
 }
+
+// srcSeed seeds cacheKey.src.
+var srcSeed = maphash.MakeSeed()
 
 // compiledCache finds a compiled grammar by its spec. It holds the
 // compiledCacheSize most recently used grammars strongly; any other grammar it
