@@ -82,13 +82,15 @@ func compileOnce(p *parser, defs []ruleDef, recordRefs bool) (*Grammar, error) {
 	}
 	// With no left recursion found, the rewrite changed nothing and the check
 	// (the same left-edge graph) would find none either.
-	changed, err := rewriteLeftRecursion(c)
-	if err != nil {
-		return nil, err
-	}
-	if changed {
-		if err := checkLeftRecursion(c); err != nil {
+	if !c.p.cfg.noLeftRec {
+		changed, err := rewriteLeftRecursion(c)
+		if err != nil {
 			return nil, err
+		}
+		if changed {
+			if err := checkLeftRecursion(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if !c.p.cfg.allowDeadEnds {

@@ -32,6 +32,7 @@ type config struct {
 	maxRepeat     int
 	maxElements   int
 	allowDeadEnds bool
+	noLeftRec     bool
 }
 
 // AllowDeadEnds skips the dead-end check, for tools that analyse a grammar rather
@@ -39,6 +40,13 @@ type config struct {
 // accepts nothing). A grammar parsed with it must not be compiled for decoding
 // unless DeadEnds reports nothing.
 func AllowDeadEnds() Option { return func(c *config) { c.allowDeadEnds = true } }
+
+// AssumeNoLeftRecursion skips the search for left recursion, and so its rewrite
+// (see leftrec_rewrite.go), for a program whose grammars have none by
+// construction (the JSON Schema converter): on a Kubernetes schema's grammar the
+// search is a tenth of the parse. engine.Compile refuses left recursion all the
+// same, so a wrong assumption is an error there, never a wrong mask.
+func AssumeNoLeftRecursion() Option { return func(c *config) { c.noLeftRec = true } }
 
 // WithRoot names the rule the grammar starts from (default "root").
 func WithRoot(name string) Option {

@@ -69,7 +69,11 @@ func Convert(schema []byte, opts ...Option) (*Converted, error) {
 		return nil, err
 	}
 	if g == nil {
-		if g, err = gbnf.ParseRules(rules); err != nil {
+		// The checks gbnf.Parse makes that cannot fail here are skipped: the
+		// converter writes no left recursion (see ref), and a grammar that
+		// did not go through checkProductive has no dead end (no recursion,
+		// no class that matches nothing). engine.Compile makes its own.
+		if g, err = gbnf.ParseRules(rules, gbnf.AllowDeadEnds(), gbnf.AssumeNoLeftRecursion()); err != nil {
 			return nil, err
 		}
 	}
@@ -1010,7 +1014,7 @@ const parallelCheckFrom = 1024
 // reachable rule that derives nothing, a reachable class that matches nothing;
 // the converter writes no raw bytes), so the grammar is what gbnf.Parse returns.
 func (c *conv) checkProductive(rules []gbnf.RuleText) (*gbnf.Grammar, error) {
-	g, err := gbnf.ParseRules(rules, gbnf.AllowDeadEnds())
+	g, err := gbnf.ParseRules(rules, gbnf.AllowDeadEnds(), gbnf.AssumeNoLeftRecursion())
 	if err != nil {
 		return nil, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 	}

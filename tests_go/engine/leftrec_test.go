@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tetherlm/tether/gocore/engine"
@@ -120,4 +121,27 @@ func TestLeftRecursionArithmeticMasksBruteForce(t *testing.T) {
 			require.NoError(t, mr.AcceptToken(next))
 		}
 	}
+}
+
+// gbnf.AssumeNoLeftRecursion leaves left recursion as written (no rewrite); the
+// engine refuses it then, with an error, rather than run it.
+func TestAssumeNoLeftRecursionIsCaughtByTheEngine(t *testing.T) {
+	src := "root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= [0-9]\n"
+	rewritten, err := gbnf.Parse(src)
+	require.NoError(t, err)
+	_, err = engine.Compile(rewritten, tinyVocab)
+	require.NoError(t, err, "the rewritten grammar compiles")
+	kept, err := gbnf.Parse(src, gbnf.AssumeNoLeftRecursion())
+	require.NoError(t, err)
+	assert.Len(t, kept.Rules, 3, "no rule was added by a rewrite")
+	_, err = engine.Compile(kept, tinyVocab)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "left recursion")
+	// a grammar without left recursion is the same either way
+	plain := "root ::= term (\"+\" term)*\nterm ::= [0-9]+\n"
+	a, err := gbnf.Parse(plain)
+	require.NoError(t, err)
+	b, err := gbnf.Parse(plain, gbnf.AssumeNoLeftRecursion())
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
 }
