@@ -127,10 +127,9 @@ func Text(rules []RuleText) string {
 // grammar is what Parse(Text(rules), opts...) returns, and so is an error about
 // the rules' contents (with its line and column in that text), except for a
 // body that leaves a literal, class, token or parenthesis open: that is an
-// error here, where Parse may read on into the next lines (a literal may hold a
-// line break). A program that builds a grammar rule by
-// rule (the JSON Schema converter) saves writing the text and scanning it again
-// for names and lines.
+// error here, where Parse may read on into the next lines (a literal may hold
+// a line break). A program that builds a grammar rule by rule (the JSON Schema
+// converter) saves writing the text and scanning it again for names and lines.
 //
 // Each rule must stand on its own line: a name of ASCII letters, digits and
 // '-', and a body that holds no line break, is not blank and does not end with
