@@ -127,7 +127,7 @@ func convert(schema []byte, opts []Option) (rules []gbnf.RuleText, parsed *gbnf.
 	// What only the conversion needed (the decoded schema, the builder's
 	// maps and memos) is garbage from here: a big schema's parse below then
 	// grows the heap less.
-	c.root, c.extra, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs = nil, nil, nil, nil, nil, nil, nil
+	c.root, c.extra, c.b, c.strings, c.flatMemo, c.regions, c.runeExprs, c.regexps = nil, nil, nil, nil, nil, nil, nil, nil
 	if c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) }) {
 		if parsed, err = c.checkProductive(rules); err != nil {
 			return nil, nil, nil, err
@@ -153,7 +153,8 @@ type conv struct {
 	strings map[string]string
 	// runeExprs: keyRune's expressions, by character
 	runeExprs map[rune]string
-	regions   map[string]*keyRegions // patternKV's key regions by patterns and names
+	regions   map[string]*keyRegions    // patternKV's key regions by patterns and names
+	regexps   map[string]compiledRegexp // ecmaRegexp's memo, by ECMA pattern
 	// recursive is set when a $ref was reached while its target was being
 	// converted: only then can a rule fail to produce any finite text.
 	recursive bool
@@ -919,7 +920,7 @@ func (c *conv) unnamedSchema(o *object, name, ptr string) (any, error) {
 		var s any
 		matched := false
 		for _, p := range ppo.keys {
-			re, err := ecmaRegexp(p)
+			re, err := c.ecmaRegexp(p)
 			if err != nil {
 				return nil, c.errorf("patternProperties", ptr, "pattern %q: %v", p, err)
 			}

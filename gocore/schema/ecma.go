@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // JSON Schema patterns are ECMA-262 regular expressions. ecmaToGo rewrites the
@@ -146,25 +145,28 @@ func isPunct(c byte) bool {
 	return strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) >= 0
 }
 
-var goRegexCache sync.Map // ECMA pattern -> *regexp.Regexp or error
-
-// ecmaRegexp compiles an ECMA pattern into a Go regexp with the same meaning.
-func ecmaRegexp(p string) (*regexp.Regexp, error) {
-	if v, ok := goRegexCache.Load(p); ok {
-		if re, ok := v.(*regexp.Regexp); ok {
-			return re, nil
-		}
-		return nil, v.(error)
+// ecmaRegexp compiles an ECMA pattern into a Go regexp with the same meaning,
+// once per conversion (c.regexps): a schema checks the same patternProperties
+// against every property name. The memo lives as long as the conversion; a
+// process-wide one would keep every pattern any schema ever used.
+func (c *conv) ecmaRegexp(p string) (*regexp.Regexp, error) {
+	if r, ok := c.regexps[p]; ok {
+		return r.re, r.err
 	}
 	gp, err := ecmaToGo(p)
 	var re *regexp.Regexp
 	if err == nil {
 		re, err = regexp.Compile(gp)
 	}
-	if err != nil {
-		goRegexCache.Store(p, err)
-		return nil, err
+	if c.regexps == nil {
+		c.regexps = map[string]compiledRegexp{}
 	}
-	goRegexCache.Store(p, re)
-	return re, nil
+	c.regexps[p] = compiledRegexp{re, err}
+	return re, err
+}
+
+// compiledRegexp is a memoized ecmaRegexp result.
+type compiledRegexp struct {
+	re  *regexp.Regexp
+	err error
 }

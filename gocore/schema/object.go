@@ -88,7 +88,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 				s = nil
 				matched := false
 				for _, p := range patterns.keys {
-					if re, err := ecmaRegexp(p); err == nil && re.MatchString(n) {
+					if re, err := c.ecmaRegexp(p); err == nil && re.MatchString(n) {
 						s, matched = allOfSchema(s, patterns.val(p)), true
 					}
 				}
@@ -109,7 +109,7 @@ func (c *conv) objectExpr(o *object, ptr, hint string) (string, error) {
 				continue // its schema already comes from the patterns
 			}
 			for _, p := range patterns.keys {
-				re, err := ecmaRegexp(p)
+				re, err := c.ecmaRegexp(p)
 				if err != nil {
 					if uerr := c.unsupported("patternProperties", ptr, "pattern "+strconv.Quote(p)+": "+err.Error()); uerr != nil {
 						return "", uerr

@@ -610,7 +610,7 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 		}
 		if p, has := o.get("pattern"); has {
 			ps, _ := p.(string)
-			re, err := ecmaRegexp(ps)
+			re, err := c.ecmaRegexp(ps)
 			if err != nil {
 				return false, false
 			}
@@ -626,7 +626,7 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 		more, _ := o.val(morePatternsKey).([]any)
 		for _, p := range more {
 			ps, _ := p.(string)
-			re, err := ecmaRegexp(ps)
+			re, err := c.ecmaRegexp(ps)
 			if err != nil {
 				return false, false
 			}
@@ -638,7 +638,7 @@ func (c *conv) checkValue(v any, o *object) (ok, decided bool) {
 		for _, n := range nots {
 			switch n := n.(type) {
 			case string:
-				re, err := ecmaRegexp(n)
+				re, err := c.ecmaRegexp(n)
 				if err != nil {
 					return false, false
 				}
@@ -1644,7 +1644,7 @@ func (c *conv) checkObjectConst(v *object, o *object) (ok, decided bool) {
 		}
 		if pats != nil {
 			for _, p := range pats.keys {
-				re, err := ecmaRegexp(p)
+				re, err := c.ecmaRegexp(p)
 				if err != nil {
 					return false, false
 				}
