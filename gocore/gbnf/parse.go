@@ -176,7 +176,7 @@ func ParseRules(rules []RuleText, opts ...Option) (*Grammar, error) {
 	}
 	defs := make([]ruleDef, 0, len(rules))
 	for i, r := range rules {
-		if j := strings.IndexAny(r.Body, "\r\n"); j >= 0 {
+		if j := lineBreak(r.Body); j >= 0 {
 			return nil, p.errorf(p.starts[i]+j, ErrSyntax, "the body of rule %q holds a line break: a rule given apart must be one line", r.Name)
 		}
 		if r.Name == "" || strings.IndexFunc(r.Name, func(c rune) bool { return c >= utf8.RuneSelf || !isNameByte(byte(c)) }) >= 0 {
@@ -197,6 +197,17 @@ func ParseRules(rules []RuleText, opts ...Option) (*Grammar, error) {
 	}
 	p.src, p.pos, p.base = "", 0, 0
 	return compile(p, defs)
+}
+
+// lineBreak is the index of the first '\n' or '\r' in s, or -1 (two vectorized
+// byte searches: strings.IndexAny reads a byte at a time, and ParseRules asks
+// of every body).
+func lineBreak(s string) int {
+	j := strings.IndexByte(s, '\n')
+	if k := strings.IndexByte(s, '\r'); k >= 0 && (j < 0 || k < j) {
+		j = k
+	}
+	return j
 }
 
 // parseBody parses p.src as the body of rule p.rule (ParseRules).

@@ -110,7 +110,7 @@ func (b *builder) fixed(name, body string) string {
 	return name
 }
 
-// rules lists the rules reachable from root: root first, then the others in
+// ruleList lists the rules reachable from root: root first, then the others in
 // definition order (gbnf.Text(rules) is the grammar's text). Rules that only a
 // failed part of the conversion used (an anyOf branch or a $ref target that
 // turned out to accept nothing) are left out.

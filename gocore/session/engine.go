@@ -206,9 +206,7 @@ var srcSeed = maphash.MakeSeed()
 // (a caller's Grammar, a matcher) keeps it alive. A process that compiles many
 // distinct grammars (a server, one schema per request) so retains a few, not
 // all it has seen: Kubernetes-sized grammars hold megabytes each with their
-// token caches, and every garbage collection marks what is retained (32
-// retained grammars made the MaskBench dev split's compiles through Python 10%
-// slower at p99, against 1).
+// token caches, and every garbage collection marks what is retained.
 type compiledCache struct {
 	mu    sync.Mutex
 	order []cacheKey // held strongly, least recently used first
