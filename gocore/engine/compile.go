@@ -41,12 +41,17 @@ type Grammar struct {
 	opts options
 	lazy *compiledTriggers
 
-	posMu    sync.Mutex
-	slots    map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
-	counted  map[string]*posSlot // elements of a counter key -> the latest computed (counts.go; posMu)
-	arenas   []*arena            // idle arenas position caches are computed in (posMu)
-	follow   []byteSet           // per rule: first bytes that may follow it
-	nullable []bool              // per rule: can match the empty string (during Compile only)
+	posMu   sync.Mutex
+	slots   map[string]*posSlot // stack prefix -> its context-independent token split (posMu)
+	counted map[string]*posSlot // a counted key without its counts -> the latest computed (counts.go; posMu)
+	// chainOf and chainDepth: per rule, the chain of an unrolled repetition it
+	// belongs to (the chain's first rule) and its depth in it, or -1 and 0
+	// (see findChains).
+	chainOf    []int32
+	chainDepth []int32
+	arenas     []*arena  // idle arenas position caches are computed in (posMu)
+	follow     []byteSet // per rule: first bytes that may follow it
+	nullable   []bool    // per rule: can match the empty string (during Compile only)
 	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
 	followKinds [][2]uint64
 }
@@ -375,6 +380,7 @@ func (gr *Grammar) analyse(g *gbnf.Grammar, nullable []bool, mayDeadEnd bool) er
 		mayDeadEnd = true // a rule that cannot finish
 	}
 	gr.nullable = nullable
+	gr.findChains()
 	if err := gr.checkLeftRecursion(g); err != nil {
 		return err
 	}

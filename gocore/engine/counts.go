@@ -25,27 +25,62 @@ import (
 // Along a string with a maxLength of 100, the key of the next character differs
 // in one count, by one, so only the few tokens of ~100 characters are walked.
 
+// The same holds along a repetition gbnf unrolled into a chain of rules (counts up
+// to 64 are unrolled: `char{0,40}` is R40 ::= char R39 | "", ..., R1 ::= char | ""),
+// where the count is which rule of the chain a level is in. findChains finds such
+// chains, and a key's level in one is written as its place in the chain's body
+// and the rounds it still allows (see siblingKey), so that the keys along one
+// string are count siblings too.
+
 // maxCountRewalk bounds the long tokens a count sibling's cache is derived with:
 // walking a token alone costs about as much as a fresh analysis spends on 2-5k
 // tokens (it settles most of the trie by runs).
 const maxCountRewalk = 2048
 
-// countKey is the key of a slot's elements and bottom, without its counts.
-func countKey(s *posSlot) string {
-	b := make([]byte, 0, 4*len(s.elems)+1)
-	for _, e := range s.elems {
-		b = binary.LittleEndian.AppendUint32(b, uint32(e))
+// siblingKey returns the key of slot s's elements and bottom without its counts,
+// and the counts: per counter level its (need, left), per level in a chain (see
+// findChains) the rounds it still allows. ok is false when no level is counted.
+func (g *Grammar) siblingKey(s *posSlot) (key string, counts []int32, ok bool) {
+	b := make([]byte, 0, 9*len(s.elems)+1)
+	for i, e := range s.elems {
+		r := g.ruleOf[e]
+		switch {
+		case s.cnts != nil && g.elems[e].op == opRepeat:
+			b = append(b, 'N')
+			b = binary.LittleEndian.AppendUint32(b, uint32(e))
+			counts = append(counts, s.cnts[i][0], s.cnts[i][1])
+		case g.chainOf[r] >= 0 && g.isTramp(e):
+			// "Call R, then return", R in a chain: R's rounds.
+			b = append(b, 'T')
+			b = binary.LittleEndian.AppendUint32(b, uint32(g.chainOf[r]))
+			counts = append(counts, g.chainDepth[r])
+		case g.chainOf[r] >= 0 && g.inChainAlt(e, r):
+			// Inside R's alternative: its place there, and the rounds of
+			// the rules R calls after it.
+			b = append(b, 'C')
+			b = binary.LittleEndian.AppendUint32(b, uint32(g.chainOf[r]))
+			b = binary.LittleEndian.AppendUint32(b, uint32(e-g.rules[r][g.chainAlt(r)]))
+			counts = append(counts, g.chainDepth[r]-1)
+		default:
+			b = append(b, 'E')
+			b = binary.LittleEndian.AppendUint32(b, uint32(e))
+			continue
+		}
+		ok = true
 	}
 	if s.bottom {
 		b = append(b, 1)
 	}
-	return string(b)
+	return string(b), counts, ok
 }
 
 // noteCounted records s, whose cache is computed, exact and complete, as the
 // latest key with its elements.
 func (g *Grammar) noteCounted(s *posSlot) {
-	k := countKey(s)
+	k, _, ok := g.siblingKey(s)
+	if !ok {
+		return
+	}
 	g.posMu.Lock()
 	defer g.posMu.Unlock()
 	if g.counted == nil {
@@ -58,11 +93,12 @@ func (g *Grammar) noteCounted(s *posSlot) {
 // of this file) in arena a, or returns nil when s has no counter, no sibling, or
 // one so far from it that most tokens would be walked again.
 func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
-	if s.cnts == nil {
+	key, counts, ok := g.siblingKey(s)
+	if !ok {
 		return nil
 	}
 	g.posMu.Lock()
-	sib := g.counted[countKey(s)]
+	sib := g.counted[key]
 	g.posMu.Unlock()
 	if sib == nil || sib == s {
 		return nil
@@ -71,13 +107,17 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 	if sc == nil || sc.overflow != nil || sc.truncated {
 		return nil
 	}
+	_, sibCounts, _ := g.siblingKey(sib)
 	m := int32(math.MaxInt32)
-	for i := range s.cnts {
-		for j := range 2 {
-			if x, y := s.cnts[i][j], sib.cnts[i][j]; x != y {
-				m = min(m, x, y)
-			}
+	for i, x := range counts {
+		if y := sibCounts[i]; x != y {
+			m = min(m, x, y)
 		}
+	}
+	if fs, fb := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]], &g.follow[g.ruleOf[sib.elems[len(sib.elems)-1]]]; *fs != *fb {
+		// The deepest levels' rules differ in what may follow them (one
+		// chain's rules all share their follow set; this is a guard).
+		return nil
 	}
 	t := g.trie
 	byChars := t.byChars
@@ -139,4 +179,116 @@ func sortByChars(chars []uint16) []int32 {
 		*at++
 	}
 	return ks
+}
+
+// findChains finds the chains of rules that gbnf makes of a bounded repetition
+// (see gbnf's compiler.repeat): R1 ::= S | "", and Rk ::= S R(k-1) | "" for k
+// up to the count, with one body S. Each rule of a chain of two or more gets
+// chainOf (the chain's R1) and chainDepth (k); R1 itself is left out (it allows
+// no round after the current one, so it has no sibling to share with). Chains
+// are only found in grammars without raw-byte elements, where a round of S
+// matches at least one character (S never matches the empty string: a
+// repetition of a nullable item is not a chain, see chainBody).
+func (g *Grammar) findChains() {
+	n := len(g.rules)
+	g.chainOf = make([]int32, n)
+	g.chainDepth = make([]int32, n)
+	for r := range g.chainOf {
+		g.chainOf[r] = -1
+	}
+	if len(g.byteSets) > 0 {
+		return
+	}
+	// depth: per rule, 0 unknown, -1 not in a chain, else k (R1's included);
+	// body: the length of a chain rule's body.
+	depth := make([]int32, n)
+	root := make([]int32, n)
+	body := make([]int32, n)
+	var walk func(r int32) int32
+	walk = func(r int32) int32 {
+		if depth[r] != 0 {
+			return depth[r]
+		}
+		depth[r] = -1 // a cycle through r is no chain
+		alt, ok := g.chainBody(r)
+		if !ok {
+			return -1
+		}
+		last := g.elems[alt[len(alt)-1]]
+		if len(alt) > 1 && last.op == opRef && last.arg != r {
+			if k := walk(last.arg); k > 0 && g.sameElems(alt[:len(alt)-1], last.arg, body[last.arg]) {
+				depth[r], root[r], body[r] = k+1, root[last.arg], int32(len(alt)-1)
+				return k + 1
+			}
+		}
+		depth[r], root[r], body[r] = 1, r, int32(len(alt))
+		return 1
+	}
+	for r := range n {
+		if walk(int32(r)) >= 2 {
+			g.chainOf[r], g.chainDepth[r] = root[r], depth[r]
+		}
+	}
+}
+
+// isTramp reports whether element e is a trampoline (see Grammar.tramp).
+func (g *Grammar) isTramp(e int32) bool { return g.tramp[g.ruleOf[e]] == e }
+
+// inChainAlt reports whether element e is in chain rule r's nonempty alternative
+// (and not, say, a widened twin's copy of one of its elements).
+func (g *Grammar) inChainAlt(e, r int32) bool {
+	at := g.rules[r][g.chainAlt(r)]
+	if e < at {
+		return false
+	}
+	for i := at; i < e; i++ {
+		if g.elems[i].op == opEnd {
+			return false
+		}
+	}
+	return g.elems[e].op != opEnd
+}
+
+// chainAlt is the index of chain rule r's nonempty alternative.
+func (g *Grammar) chainAlt(r int32) int {
+	if g.elems[g.rules[r][0]].op == opEnd {
+		return 1
+	}
+	return 0
+}
+
+// chainBody returns the elements of rule r's nonempty alternative when r has
+// two alternatives, one of them empty, and the other matches at least one byte.
+func (g *Grammar) chainBody(r int32) (body []int32, ok bool) {
+	alts := g.rules[r]
+	if len(alts) != 2 {
+		return nil, false
+	}
+	e0, e1 := g.elems[alts[0]].op == opEnd, g.elems[alts[1]].op == opEnd
+	if e0 == e1 {
+		return nil, false
+	}
+	at := alts[g.chainAlt(r)]
+	if g.minRest[at] == 0 {
+		return nil, false
+	}
+	for i := at; g.elems[i].op != opEnd; i++ {
+		body = append(body, i)
+	}
+	return body, true
+}
+
+// sameElems reports whether the elements body are, one for one, the first n
+// elements of rule r's nonempty alternative.
+func (g *Grammar) sameElems(body []int32, r, n int32) bool {
+	if int(n) != len(body) {
+		return false
+	}
+	at := g.rules[r][g.chainAlt(r)]
+	for i, e := range body {
+		if g.elems[at+int32(i)] != g.elems[e] {
+			return false
+		}
+	}
+	return true
 }

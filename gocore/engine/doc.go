@@ -23,7 +23,9 @@
 // of a negated class (the states of a key-exclusion automaton) take their caches
 // from one shared "widened twin" (twins.go), and the positions along a counter
 // (a string's maxLength) from the previous count's, walking again only the tokens
-// long enough to tell the counts apart (counts.go). Runs also cross multi-byte
+// long enough to tell the counts apart (counts.go); the same holds along a
+// repetition gbnf unrolled into a chain of rules (counts up to 64), whose rules
+// Compile recognizes (findChains). Runs also cross multi-byte
 // characters: a lead byte whose every completion leads to one configuration starts
 // a run there, and the lead byte E2 has a byte kind of its own, so a regular
 // expression's "." (which refuses U+2028 and U+2029) still runs over the others.

@@ -255,7 +255,7 @@ func (s *posSlot) get(g *Grammar, parent *posCache) *posCache {
 	}
 	pc := g.computeCache(s, parent)
 	s.pc.Store(pc)
-	if s.cnts != nil && pc.overflow == nil && !pc.truncated {
+	if pc.overflow == nil && !pc.truncated {
 		g.noteCounted(s)
 	}
 	return pc

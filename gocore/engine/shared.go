@@ -162,7 +162,7 @@ func (pc *posCache) bytes() int64 {
 func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 	budget := int32(g.trie.maxDepth)
 	b := make([]byte, 0, 256)
-	b = append(b, 'P', 3) // format version
+	b = append(b, 'P', 4) // format version
 	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
 	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
 	b = binary.AppendUvarint(b, uint64(g.size))
@@ -240,8 +240,11 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 				}
 				b = append(b, 'N')
 				b = binary.AppendUvarint(b, uint64(id))
-				b = binary.AppendUvarint(b, uint64(e.lo))
-				b = binary.AppendUvarint(b, uint64(e.hi))
+				// Counts clamped as in slot keys: a walk of at most L bytes
+				// tells no counts above L+1 apart (see clampCount), so
+				// `char{0,4096}` and `char{0,8192}` share their analyses.
+				b = binary.AppendUvarint(b, uint64(g.clampCount(e.lo)))
+				b = binary.AppendUvarint(b, uint64(g.clampCount(e.hi)))
 				enter(e.arg, d)
 				// d stays: a frame on the counter may need no more rounds.
 			case opByte:

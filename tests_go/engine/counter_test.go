@@ -138,3 +138,47 @@ func TestCountSiblingsMaskEqualsBruteForce(t *testing.T) {
 		})
 	}
 }
+
+// TestChainSiblingsMaskEqualsBruteForce walks strings through repetitions of at
+// most 64 rounds, which gbnf unrolls into chains of rules (R40 ::= x R39 | ""),
+// and whose positions' caches the engine derives from the previous position's
+// (the chain's count siblings), checking each mask against the per-token check,
+// with the caches shared across grammars and without.
+func TestChainSiblingsMaskEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	mask := make([]uint32, (v.Size()+31)/32)
+	words := strings.Repeat("abcdefghij ", 6)
+	for _, c := range []struct{ src, text string }{
+		{`root ::= "\"" [^"]{0,60} "\""`, words},
+		// the class on top is the chain rule's own element
+		{`root ::= "\"" [a-z ]{3,50} "\"" [0-9]`, words},
+		// the body is a rule: JSON's escapes take two characters a round
+		{`root ::= "\"" ([^"\\] | "\\" ["\\n]){0,64} "\""`, words},
+		// two chains side by side: a label of up to 40, then one of up to 20
+		{`root ::= "\"" [a-j ]{1,40} ("." [a-j ]{1,20})? "\""`, words},
+		// a chain whose rounds end in a class the follow set holds
+		{`root ::= "\"" [a-z ]{0,45} "a\""`, words},
+	} {
+		src, text := c.src, c.text
+		for _, share := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/shared=%v", src, share), func(t *testing.T) {
+				g, err := gbnf.Parse(src)
+				require.NoError(t, err)
+				cg, err := engine.Compile(g, v, engine.WithSharedCache(share))
+				require.NoError(t, err)
+				m := cg.NewMatcher()
+				require.NoError(t, m.AcceptBytes([]byte(`"`)))
+				for step := 0; ; step++ {
+					require.NoError(t, m.FillMask(mask))
+					if bad := bruteForceDisagreements(m, v, mask, nil, step%8 == 0); len(bad) > 0 {
+						t.Fatalf("after %d characters: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
+					}
+					if step == len(text) || m.AcceptBytes([]byte{text[step]}) != nil {
+						require.Greater(t, step, 20, "the walk stopped early")
+						return
+					}
+				}
+			})
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/vocab"
+	"github.com/tetherlm/tether/tests_go/internal/testdata"
 )
 
 // sharedPair compiles src twice for v: with the cross-grammar position cache shared
@@ -100,6 +101,23 @@ root ::= list | pad
 	require.Greater(t, after.Hits, before.Hits, "the second grammar reused no position cache of the first")
 	require.Greater(t, after.Entries, 0)
 	require.Greater(t, after.Bytes, int64(0))
+}
+
+// TestSharedCacheLargeCountsShare: counted repetitions whose counts differ only
+// past what one token can reach (a maxLength of 4096 or 8192) share their
+// positions' analyses, and their masks stay those of each grammar alone; the
+// vocabulary is one of the test's own, so earlier tests' caches cannot answer.
+func TestSharedCacheLargeCountsShare(t *testing.T) {
+	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+	require.NoError(t, err)
+	text := `"a few words, and \"quoted\" ones`
+	s1, u1 := sharedPair(t, `root ::= "\"" ([^"\\] | "\\" ["\\n]){0,4096} "\""`, v)
+	sameMasks(t, s1, u1, text)
+	before := s1.SharedCacheStats()
+	s2, u2 := sharedPair(t, `root ::= "\"" ([^"\\] | "\\" ["\\n]){0,8192} "\""`, v)
+	sameMasks(t, s2, u2, text)
+	after := s2.SharedCacheStats()
+	require.Greater(t, after.Hits, before.Hits, "the second grammar reused no position cache of the first")
 }
 
 // TestSharedCacheDoesNotShareDifferentInputs: grammars that differ only in
