@@ -210,18 +210,18 @@ func (g *Grammar) findChains() {
 			return depth[r]
 		}
 		depth[r] = -1 // a cycle through r is no chain
-		alt, ok := g.chainBody(r)
+		at, n, ok := g.chainBody(r)
 		if !ok {
 			return -1
 		}
-		last := g.elems[alt[len(alt)-1]]
-		if len(alt) > 1 && last.op == opRef && last.arg != r {
-			if k := walk(last.arg); k > 0 && g.sameElems(alt[:len(alt)-1], last.arg, body[last.arg]) {
-				depth[r], root[r], body[r] = k+1, root[last.arg], int32(len(alt)-1)
+		last := g.elems[at+n-1]
+		if n > 1 && last.op == opRef && last.arg != r {
+			if k := walk(last.arg); k > 0 && g.sameElems(at, n-1, last.arg, body[last.arg]) {
+				depth[r], root[r], body[r] = k+1, root[last.arg], n-1
 				return k + 1
 			}
 		}
-		depth[r], root[r], body[r] = 1, r, int32(len(alt))
+		depth[r], root[r], body[r] = 1, r, n
 		return 1
 	}
 	for r := range n {
@@ -257,36 +257,36 @@ func (g *Grammar) chainAlt(r int32) int {
 	return 0
 }
 
-// chainBody returns the elements of rule r's nonempty alternative when r has
-// two alternatives, one of them empty, and the other matches at least one byte.
-func (g *Grammar) chainBody(r int32) (body []int32, ok bool) {
+// chainBody returns where rule r's nonempty alternative starts in the program and
+// its length when r has two alternatives, one of them empty, and the other
+// matches at least one byte.
+func (g *Grammar) chainBody(r int32) (at, n int32, ok bool) {
 	alts := g.rules[r]
 	if len(alts) != 2 {
-		return nil, false
+		return 0, 0, false
 	}
-	e0, e1 := g.elems[alts[0]].op == opEnd, g.elems[alts[1]].op == opEnd
-	if e0 == e1 {
-		return nil, false
+	if e0, e1 := g.elems[alts[0]].op == opEnd, g.elems[alts[1]].op == opEnd; e0 == e1 {
+		return 0, 0, false
 	}
-	at := alts[g.chainAlt(r)]
+	at = alts[g.chainAlt(r)]
 	if g.minRest[at] == 0 {
-		return nil, false
+		return 0, 0, false
 	}
-	for i := at; g.elems[i].op != opEnd; i++ {
-		body = append(body, i)
+	for g.elems[at+n].op != opEnd {
+		n++
 	}
-	return body, true
+	return at, n, true
 }
 
-// sameElems reports whether the elements body are, one for one, the first n
-// elements of rule r's nonempty alternative.
-func (g *Grammar) sameElems(body []int32, r, n int32) bool {
-	if int(n) != len(body) {
+// sameElems reports whether the n elements from at are, one for one, the first
+// m elements of chain rule r's nonempty alternative.
+func (g *Grammar) sameElems(at, n, r, m int32) bool {
+	if n != m {
 		return false
 	}
-	at := g.rules[r][g.chainAlt(r)]
-	for i, e := range body {
-		if g.elems[at+int32(i)] != g.elems[e] {
+	rt := g.rules[r][g.chainAlt(r)]
+	for i := range n {
+		if g.elems[rt+i] != g.elems[at+i] {
 			return false
 		}
 	}
