@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherlm/tether/gocore/engine"
 	"github.com/tetherlm/tether/gocore/gbnf"
+	"github.com/tetherlm/tether/gocore/vocab"
 )
 
 // TestCountedRepetitionIsACounter: x{m,n} with large counts is kept as a counter,
@@ -123,18 +124,7 @@ func TestCountSiblingsMaskEqualsBruteForce(t *testing.T) {
 	} {
 		src, text := c.src, c.text
 		t.Run(src, func(t *testing.T) {
-			m := compile(t, src, v).NewMatcher()
-			require.NoError(t, m.AcceptBytes([]byte(`"`)))
-			for step := 0; ; step++ {
-				require.NoError(t, m.FillMask(mask))
-				if bad := bruteForceDisagreements(m, v, mask, nil, step%8 == 0); len(bad) > 0 {
-					t.Fatalf("after %d characters: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
-				}
-				if step == len(text) || m.AcceptBytes([]byte{text[step]}) != nil {
-					require.Greater(t, step, 64, "the walk stopped early")
-					return
-				}
-			}
+			walkCheckingMasks(t, compile(t, src, v).NewMatcher(), v, mask, text, 64)
 		})
 	}
 }
@@ -166,19 +156,27 @@ func TestChainSiblingsMaskEqualsBruteForce(t *testing.T) {
 				require.NoError(t, err)
 				cg, err := engine.Compile(g, v, engine.WithSharedCache(share))
 				require.NoError(t, err)
-				m := cg.NewMatcher()
-				require.NoError(t, m.AcceptBytes([]byte(`"`)))
-				for step := 0; ; step++ {
-					require.NoError(t, m.FillMask(mask))
-					if bad := bruteForceDisagreements(m, v, mask, nil, step%8 == 0); len(bad) > 0 {
-						t.Fatalf("after %d characters: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
-					}
-					if step == len(text) || m.AcceptBytes([]byte{text[step]}) != nil {
-						require.Greater(t, step, 20, "the walk stopped early")
-						return
-					}
-				}
+				walkCheckingMasks(t, cg.NewMatcher(), v, mask, text, 20)
 			})
+		}
+	}
+}
+
+// walkCheckingMasks opens a string (`"`), then steps m through text one byte at
+// a time while it accepts them, checking the mask before each byte against the
+// per-token verdicts (every token at every 8th step); the walk must take more
+// than minSteps bytes.
+func walkCheckingMasks(t *testing.T, m *engine.Matcher, v *vocab.Vocab, mask []uint32, text string, minSteps int) {
+	t.Helper()
+	require.NoError(t, m.AcceptBytes([]byte(`"`)))
+	for step := 0; ; step++ {
+		require.NoError(t, m.FillMask(mask))
+		if bad := bruteForceDisagreements(m, v, mask, nil, step%8 == 0); len(bad) > 0 {
+			t.Fatalf("after %d characters: %d disagreements, first: %v", step, len(bad), bad[:min(5, len(bad))])
+		}
+		if step == len(text) || m.AcceptBytes([]byte{text[step]}) != nil {
+			require.Greater(t, step, minSteps, "the walk stopped early")
+			return
 		}
 	}
 }
