@@ -190,6 +190,40 @@ func BenchmarkCounterCompileFirstMask(b *testing.B) {
 	}
 }
 
+// BenchmarkMaxLengthStringFirstVisits: compile a JSON string of at most 60
+// characters (a repetition gbnf unrolls into a chain of 60 rules) and fill the
+// mask before each of its characters, each a first visit of its position, with
+// the Llama-3 vocabulary and no cross-grammar cache. Each position's cache is
+// derived from the previous character's (chain siblings, counts.go) while the
+// string has at least 15 characters left.
+func BenchmarkMaxLengthStringFirstVisits(b *testing.B) {
+	v := llama3Vocab(b)
+	if err := engine.Prepare(v); err != nil {
+		b.Fatal(err)
+	}
+	mask := make([]uint32, (v.Size()+31)/32)
+	text := []byte(`"` + strings.Repeat("abcdefghij ", 4))
+	for i := 0; i < b.N; i++ {
+		g, err := gbnf.Parse(`root ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt]){0,60} "\""`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gr, err := engine.Compile(g, v, engine.WithSharedCache(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := gr.NewMatcher()
+		for _, c := range text {
+			if err := m.FillMask(mask); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.AcceptBytes([]byte{c}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // ruleChain is a grammar of n rules, each a literal and a call of the next.
 func ruleChain(n int) string {
 	var sb strings.Builder
