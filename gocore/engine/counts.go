@@ -41,6 +41,11 @@ const maxCountRewalk = 2048
 // and the counts: per counter level its (need, left), per level in a chain (see
 // findChains) the rounds it still allows. ok is false when no level is counted.
 func (g *Grammar) siblingKey(s *posSlot) (key string, counts []int32, ok bool) {
+	if !slices.ContainsFunc(s.elems, func(e int32) bool {
+		return g.elems[e].op == opRepeat || g.chainOf[g.ruleOf[e]] >= 0
+	}) {
+		return "", nil, false // the common case, without building a key
+	}
 	b := make([]byte, 0, 9*len(s.elems)+1)
 	for i, e := range s.elems {
 		r := g.ruleOf[e]
@@ -74,10 +79,20 @@ func (g *Grammar) siblingKey(s *posSlot) (key string, counts []int32, ok bool) {
 	return string(b), counts, ok
 }
 
+// sibling returns slot s's siblingKey, worked out on the first call and kept on
+// the slot (s.mu must be held: the slot's cache is being computed).
+func (g *Grammar) sibling(s *posSlot) (key string, counts []int32, ok bool) {
+	if !s.sibDone {
+		s.sibKey, s.sibCounts, s.sibOK = g.siblingKey(s)
+		s.sibDone = true
+	}
+	return s.sibKey, s.sibCounts, s.sibOK
+}
+
 // noteCounted records s, whose cache is computed, exact and complete, as the
-// latest key with its elements.
+// latest key with its elements (s.mu held).
 func (g *Grammar) noteCounted(s *posSlot) {
-	k, _, ok := g.siblingKey(s)
+	k, _, ok := g.sibling(s)
 	if !ok {
 		return
 	}
@@ -93,7 +108,7 @@ func (g *Grammar) noteCounted(s *posSlot) {
 // of this file) in arena a, or returns nil when s has no counter, no sibling, or
 // one so far from it that most tokens would be walked again.
 func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
-	key, counts, ok := g.siblingKey(s)
+	key, counts, ok := g.sibling(s)
 	if !ok {
 		return nil
 	}
@@ -107,10 +122,10 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 	if sc == nil || sc.overflow != nil || sc.truncated {
 		return nil
 	}
-	_, sibCounts, _ := g.siblingKey(sib)
+	// sib's key was worked out before noteCounted published it (under posMu).
 	m := int32(math.MaxInt32)
 	for i, x := range counts {
-		if y := sibCounts[i]; x != y {
+		if y := sib.sibCounts[i]; x != y {
 			m = min(m, x, y)
 		}
 	}
@@ -210,18 +225,18 @@ func (g *Grammar) findChains() {
 			return depth[r]
 		}
 		depth[r] = -1 // a cycle through r is no chain
-		at, n, ok := g.chainBody(r)
+		at, size, ok := g.chainBody(r)
 		if !ok {
 			return -1
 		}
-		last := g.elems[at+n-1]
-		if n > 1 && last.op == opRef && last.arg != r {
-			if k := walk(last.arg); k > 0 && g.sameElems(at, n-1, last.arg, body[last.arg]) {
-				depth[r], root[r], body[r] = k+1, root[last.arg], n-1
+		last := g.elems[at+size-1]
+		if size > 1 && last.op == opRef && last.arg != r {
+			if k := walk(last.arg); k > 0 && g.sameElems(at, size-1, last.arg, body[last.arg]) {
+				depth[r], root[r], body[r] = k+1, root[last.arg], size-1
 				return k + 1
 			}
 		}
-		depth[r], root[r], body[r] = 1, r, n
+		depth[r], root[r], body[r] = 1, r, size
 		return 1
 	}
 	for r := range n {

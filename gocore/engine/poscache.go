@@ -207,6 +207,12 @@ type posSlot struct {
 	bottom bool       // the stack ends below elems (no caller frame: exact)
 	pc     atomic.Pointer[posCache]
 	mu     sync.Mutex // held while the cache is computed
+
+	// The slot's count-sibling key (counts.go), worked out once, under mu.
+	sibKey    string
+	sibCounts []int32
+	sibOK     bool
+	sibDone   bool
 }
 
 // slotForKey returns the slot of the stack prefix elems (top first), over nothing if
