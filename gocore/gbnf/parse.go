@@ -189,7 +189,10 @@ func ParseRules(rules []RuleText, opts ...Option) (*Grammar, error) {
 			// is read again with the line break it has in the text, for the
 			// error Parse gives. (A body that does not break off is never
 			// read past its end.)
-			p.src = r.Body + "\n"
+			p.src, p.rereading = r.Body+"\n", true
+			if i+1 < len(rules) {
+				p.next = rules[i+1].Name
+			}
 			_, err = p.parseBody()
 			return nil, err
 		}
@@ -277,10 +280,15 @@ type parser struct {
 	// Text(rules) (for textAt once parsing is over)
 	rules  []RuleText
 	starts []int
-	cfg    *config
-	lines  []int // byte offsets where lines start
-	depth  int
-	rule   string // the rule being parsed, for messages
+	// next, while ParseRules reads a broken body again with its line break:
+	// the first rule name after it in the text ("" for the last rule), what
+	// Parse finds past that line break.
+	next      string
+	rereading bool
+	cfg       *config
+	lines     []int // byte offsets where lines start
+	depth     int
+	rule      string // the rule being parsed, for messages
 	// refs: every reference, in the order written (compile resolves them in
 	// one pass, not a walk of the tree)
 	refs []*node
@@ -394,10 +402,14 @@ func (p *parser) checkUTF8() error {
 // describe quotes what is at off for a message: a character, "::=", or "end of input".
 func (p *parser) describe(off int) string {
 	if off >= len(p.src) {
-		if p.rules != nil {
-			return strconv.Quote("\n") // in the text, a body ends its line
+		switch {
+		case p.rules == nil || p.rereading && p.next == "":
+			return "end of input"
+		case p.rereading:
+			// past the body's line break: the next rule's name
+			return strconv.Quote(p.next[:1])
 		}
-		return "end of input"
+		return strconv.Quote("\n") // in the text, a body ends its line
 	}
 	if strings.HasPrefix(p.src[off:], "::=") {
 		return `"::="`

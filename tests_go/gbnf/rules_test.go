@@ -156,6 +156,25 @@ func TestParseRulesRefusesRulesOffTheirLine(t *testing.T) {
 
 // FuzzParseRules: for rules on a line each, ParseRules is Parse of their text;
 // for others it refuses them. It never panics.
+// TestParseRulesErrorPastTheLineBreak: a body that breaks off inside
+// parentheses, where a line break is only space, is read past it; the error then
+// names what the text holds there, the next rule's name or the end of the text,
+// as Parse's does.
+func TestParseRulesErrorPastTheLineBreak(t *testing.T) {
+	for _, c := range []struct {
+		rules []gbnf.RuleText
+		want  string
+	}{
+		{[]gbnf.RuleText{{Name: "root", Body: "(x{0#1"}, {Name: "x", Body: `"x"`}}, `2:1: expected "," or "}" after the repetition count, found "x"`},
+		{[]gbnf.RuleText{{Name: "root", Body: "x"}, {Name: "x", Body: `("x"{2#1`}}, `3:1: expected "," or "}" after the repetition count, found end of input`},
+	} {
+		_, err := gbnf.ParseRules(c.rules)
+		require.Error(t, err)
+		assert.Equal(t, c.want, err.Error())
+		sameAsParse(t, c.rules)
+	}
+}
+
 func FuzzParseRules(f *testing.F) {
 	for _, s := range []string{
 		"root ::= \"a\"",
@@ -165,6 +184,10 @@ func FuzzParseRules(f *testing.F) {
 		"root ::= \"a\" |\nb ::= \"b\"",
 		"root ::= <[5]> x{2,3000}\nx ::= \"x\" # c",
 		"root ::= root \"a\" | \"b\"",
+		// a count broken off by a comment inside parentheses: past its line
+		// break, Parse finds the next rule's name, or the end of the text
+		"root ::= (x{0#1\nx ::= \"x\"",
+		"root ::= x\nx ::= (\"x\"{2#1",
 	} {
 		f.Add(s)
 	}
