@@ -231,8 +231,8 @@ test-go: setup
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go vet -unsafeptr=false ./...
 	CGO_LDFLAGS="-L$(ROOT)/build/lib" go test -count=1 -timeout 12m ./...
 
-test-py: setup build
-	$(VPY) -m pytest -q tests_py
+test-py: setup build cuda-toolkit
+	TETHER_CUDA_H=$(CUDA_N13)/include/cuda.h $(VPY) -m pytest -q tests_py
 
 test-notebooks: setup
 	$(VPY) -m pytest -q tests_py/test_notebooks.py

@@ -51,3 +51,33 @@ def test_default_cli_refuses_device_cuda_clearly(tmp_path) -> None:
         for bad in ("gpu", "cuda:x", "cuda:-1"):
             p = run(*cmd, "--model", str(tmp_path), "--device", bad)
             assert p.returncode != 0 and f'--device "{bad}"' in p.stderr, p.stderr
+
+
+def _cuda_h() -> Path:
+    """The CUDA 13 toolkit's cuda.h (make test-py passes it after `make cuda-toolkit`)."""
+    import os
+
+    path = os.environ.get("TETHER_CUDA_H", "")
+    assert path, "TETHER_CUDA_H is not set: run through `make test-py`, which installs the pip CUDA toolkit"
+    return Path(path)
+
+
+def test_driver_constants_match_cuda_h() -> None:
+    """_cuda.py calls the driver through ctypes, so cuda.h's enums are written out there by
+    hand. A wrong one cannot be seen without a GPU and is fatal with one: attribute 2
+    (MEMORY_TYPE) asked for where 3 (DEVICE_POINTER) was meant gave the kernel the address
+    0x1 on an H200, and the fault ("misaligned address") ended the process's CUDA context.
+    So every constant is read back from the toolkit's header."""
+    import re
+
+    text = _cuda_h().read_text()
+
+    def enum(name: str) -> int:
+        m = re.search(rf"\b{name}\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*,", text)
+        assert m, f"{name} not in cuda.h"
+        return int(m.group(1), 0)
+
+    consts = {n[1:]: v for n, v in vars(_cuda).items() if n.startswith("_CU_")}
+    assert set(consts) == {"CU_POINTER_ATTRIBUTE_MEMORY_TYPE", "CU_POINTER_ATTRIBUTE_DEVICE_POINTER", "CU_MEMORYTYPE_HOST"}
+    for name, value in consts.items():
+        assert value == enum(name), f"_cuda._{name} is {value}, cuda.h says {enum(name)}"

@@ -23,7 +23,10 @@ from typing import Any
 
 _FATBIN = Path(__file__).with_name("cuda") / "apply_bitmask.fatbin"
 _THREADS = 256
-_CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2
+# cuda.h's values (tests_py/test_cuda_kernel.py checks them against the toolkit's header).
+_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
+_CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3
+_CU_MEMORYTYPE_HOST = 1
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"lib": None, "failed": None}
@@ -115,10 +118,19 @@ def apply(scores: Any, mask: Any, width: int) -> bool:
                 return _fail("the kernel module did not load in the current CUDA context")
             # The bitmask's address on the device (equal to the host address under
             # unified addressing for memory from cudaHostAlloc, as torch pins it).
+            # The driver must call it host memory, and the address must be one the
+            # kernel can read words at: anything else would make it fault, and a fault
+            # ends the CUDA context of the whole process.
+            kind = ctypes.c_uint32()
+            if (lib.cuPointerGetAttribute(ctypes.byref(kind), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          mask.data_ptr()) != 0 or kind.value != _CU_MEMORYTYPE_HOST):
+                return _fail("the bitmask is not pinned host memory the driver knows")
             dptr = ctypes.c_uint64()
             if lib.cuPointerGetAttribute(ctypes.byref(dptr), _CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
                                          mask.data_ptr()) != 0:
                 return _fail("the pinned bitmask is not mapped into the device's address space")
+            if dptr.value == 0 or dptr.value % 4 != 0:
+                return _fail(f"the pinned bitmask's device address {dptr.value:#x} is not word-aligned")
             args = [
                 ctypes.c_uint64(scores.data_ptr()),
                 ctypes.c_int64(scores.stride(0)),

@@ -13,6 +13,6 @@ if ! python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir 
   exit 1
 fi
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-python3 -c 'import sys, tether, xgrammar, torch; print("== python", sys.version.split()[0], "| tether", tether.__file__, "| xgrammar", xgrammar.__version__, "| torch", torch.__version__, "cuda", torch.cuda.is_available())' || {
+python3 -c 'import sys, importlib.metadata, tether, xgrammar, torch; print("== python", sys.version.split()[0], "| tether", tether.__file__, "| xgrammar", importlib.metadata.version("xgrammar"), "| torch", torch.__version__, "cuda", torch.cuda.is_available())' || {
   echo "FAIL import: tether or xgrammar does not import from $site"; exit 1; }
 cd "$here" && python3 gpu_processor_check.py "$dev" "$here/tokenizers/llama3"
