@@ -80,69 +80,123 @@ def _function(lib: Any) -> Any:
     return fn
 
 
+_NEG: dict[Any, tuple[int, int]] = {}  # torch dtype -> (element size, -inf's bits); filled by bind
+
+
+class Launch:
+    """The kernel bound to one pinned bitmask buffer on one device: the buffer's device
+    address, the kernel in the device's context and the launch's argument block, all
+    worked out once (:func:`bind`), so that each step only writes the scores' address
+    and launches (a decoding step on a GPU pays for every driver call and Python object
+    on its way). One caller at a time: the processor keeps one per stream."""
+
+    __slots__ = ("mask", "rows", "words", "ctx", "fn", "args", "argv", "_cur")
+
+    def __init__(self, mask: Any, ctx: int, fn: Any, dptr: int) -> None:
+        self.mask = mask  # keeps the pinned memory alive while the address is in use
+        self.rows, self.words = mask.shape
+        self.ctx, self.fn = ctx, fn
+        self.args = (
+            ctypes.c_uint64(0),  # scores
+            ctypes.c_int64(0),  # row stride
+            ctypes.c_int32(0),  # width
+            ctypes.c_uint64(dptr),  # mask
+            ctypes.c_int32(self.words),
+            ctypes.c_int32(0),  # element size
+            ctypes.c_uint32(0),  # -inf's bits
+        )
+        self.argv = (ctypes.c_void_p * len(self.args))(*[ctypes.addressof(a) for a in self.args])
+        self._cur = ctypes.c_void_p()
+
+    def run(self, scores: Any, rows: int, width: int, stream: int) -> bool:
+        """Set ``scores[r, c] = -inf`` for ``r < rows`` wherever bit ``c`` of the buffer's
+        row ``r`` is clear, or ``c`` is past its words, in one launch on the CUDA stream
+        handle ``stream``. False, having done nothing, when the launch cannot be made
+        here (another dtype, layout or context than the binding's)."""
+        kind = _NEG.get(scores.dtype)
+        if (kind is None or rows > self.rows or scores.dim() != 2 or scores.shape[0] < rows
+                or width > scores.shape[1] or scores.stride(1) != 1):
+            return False
+        lib = _state["lib"]
+        if _state["failed"] is not None or lib.cuCtxGetCurrent(ctypes.byref(self._cur)) != 0 or self._cur.value != self.ctx:
+            return False
+        a = self.args
+        a[0].value = scores.data_ptr()
+        a[1].value = scores.stride(0)
+        a[2].value = width
+        a[5].value, a[6].value = kind
+        grid = (width + _THREADS - 1) // _THREADS
+        if lib.cuLaunchKernel(self.fn, grid, rows, 1, _THREADS, 1, 1, 0, stream, self.argv, None) != 0:
+            return _fail("cuLaunchKernel failed")
+        return True
+
+
+def bind(mask: Any, device: Any) -> Launch | None:
+    """A :class:`Launch` for the pinned host bitmask ``mask`` (int32 ``[rows, words]``)
+    and the CUDA device ``device``, or None when the kernel cannot run there (then
+    :func:`reason` says why, and the caller takes the torch path)."""
+    import torch
+
+    if _state["failed"] is not None:
+        return None
+    if not _NEG:
+        _NEG.update({torch.float32: (4, 0xFF800000), torch.bfloat16: (2, 0xFF80), torch.float16: (2, 0xFC00)})
+    if (device.type != "cuda" or mask.dim() != 2 or mask.dtype != torch.int32 or not mask.is_contiguous()
+            or not mask.is_pinned() or not 0 < mask.shape[0] <= 65535):
+        return None
+    with _lock:
+        try:
+            lib = _driver()
+        except (OSError, AttributeError) as e:
+            _fail(f"CUDA driver: {e}")
+            return None
+        with torch.cuda.device(device):
+            ctx = ctypes.c_void_p()
+            if lib.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
+                _fail("no current CUDA context on the scores' device")
+                return None
+            fn = _function(lib)
+            if fn is None:
+                _fail("the kernel module did not load in the current CUDA context")
+                return None
+            # The bitmask's address on the device (equal to the host address under
+            # unified addressing for memory from cudaHostAlloc, as torch pins it). The
+            # driver must call it host memory, and the address must be one the kernel
+            # can read words at: anything else would make it fault, and a fault ends
+            # the CUDA context of the whole process.
+            kind = ctypes.c_uint32()
+            if (lib.cuPointerGetAttribute(ctypes.byref(kind), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          mask.data_ptr()) != 0 or kind.value != _CU_MEMORYTYPE_HOST):
+                _fail("the bitmask is not pinned host memory the driver knows")
+                return None
+            dptr = ctypes.c_uint64()
+            if lib.cuPointerGetAttribute(ctypes.byref(dptr), _CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                         mask.data_ptr()) != 0:
+                _fail("the pinned bitmask is not mapped into the device's address space")
+                return None
+            if dptr.value == 0 or dptr.value % 4 != 0:
+                _fail(f"the pinned bitmask's device address {dptr.value:#x} is not word-aligned")
+                return None
+            return Launch(mask, ctx.value, fn, dptr.value)
+
+
 def apply(scores: Any, mask: Any, width: int) -> bool:
     """Set ``scores[r, c] = -inf`` on the device wherever bit ``c`` of row ``r`` of the
     pinned host bitmask ``mask`` (int32 ``[rows, words]``) is clear, or ``c`` is past
     the words, in one launch on torch's current stream. ``scores`` is a CUDA tensor
     ``[rows, width]`` (float32, bfloat16 or float16, rows contiguous). Returns False,
-    having done nothing, when the kernel cannot run here.
+    having done nothing, when the kernel cannot run here. (:func:`bind` once and
+    :meth:`Launch.run` each step does the same with the set-up paid once.)
 
     The kernel reads ``mask`` while it runs: the caller must not write it again before
     the stream has passed this point (record an event after the call).
     """
     import torch
 
-    if _state["failed"] is not None:
+    if scores.device.type != "cuda" or scores.dim() != 2 or mask.dim() != 2 or mask.shape[0] != scores.shape[0]:
         return False
-    if scores.dim() != 2 or scores.stride(1) != 1 or mask.dim() != 2 or not mask.is_pinned():
+    launch = bind(mask, scores.device)
+    if launch is None:
         return False
-    if scores.dtype == torch.float32:
-        elem, neg = 4, 0xFF800000
-    elif scores.dtype == torch.bfloat16:
-        elem, neg = 2, 0xFF80
-    elif scores.dtype == torch.float16:
-        elem, neg = 2, 0xFC00
-    else:
-        return False
-    rows, words = mask.shape
-    if rows != scores.shape[0] or width > scores.shape[1] or rows > 65535:
-        return False
-    with _lock:
-        try:
-            lib = _driver()
-        except (OSError, AttributeError) as e:
-            return _fail(f"CUDA driver: {e}")
-        with torch.cuda.device(scores.device):
-            fn = _function(lib)
-            if fn is None:
-                return _fail("the kernel module did not load in the current CUDA context")
-            # The bitmask's address on the device (equal to the host address under
-            # unified addressing for memory from cudaHostAlloc, as torch pins it).
-            # The driver must call it host memory, and the address must be one the
-            # kernel can read words at: anything else would make it fault, and a fault
-            # ends the CUDA context of the whole process.
-            kind = ctypes.c_uint32()
-            if (lib.cuPointerGetAttribute(ctypes.byref(kind), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                          mask.data_ptr()) != 0 or kind.value != _CU_MEMORYTYPE_HOST):
-                return _fail("the bitmask is not pinned host memory the driver knows")
-            dptr = ctypes.c_uint64()
-            if lib.cuPointerGetAttribute(ctypes.byref(dptr), _CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                                         mask.data_ptr()) != 0:
-                return _fail("the pinned bitmask is not mapped into the device's address space")
-            if dptr.value == 0 or dptr.value % 4 != 0:
-                return _fail(f"the pinned bitmask's device address {dptr.value:#x} is not word-aligned")
-            args = [
-                ctypes.c_uint64(scores.data_ptr()),
-                ctypes.c_int64(scores.stride(0)),
-                ctypes.c_int32(width),
-                ctypes.c_uint64(dptr.value),
-                ctypes.c_int32(words),
-                ctypes.c_int32(elem),
-                ctypes.c_uint32(neg),
-            ]
-            argv = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-            stream = torch.cuda.current_stream(scores.device).cuda_stream
-            grid = (width + _THREADS - 1) // _THREADS
-            if lib.cuLaunchKernel(fn, grid, rows, 1, _THREADS, 1, 1, 0, stream, argv, None) != 0:
-                return _fail("cuLaunchKernel failed")
-    return True
+    with torch.cuda.device(scores.device):
+        return launch.run(scores, mask.shape[0], width, torch.cuda.current_stream(scores.device).cuda_stream)

@@ -68,14 +68,16 @@ def _end_session(handles: int | tuple[int, ...], key: int) -> None:
 
 class _Stream:
     """One generate call's (or one thread's direct calls') key and mask buffer, and for
-    device scores the event that marks the buffer's last copy to the device."""
+    device scores the event that marks the buffer's last read by the device and the
+    one-kernel launch bound to the buffer."""
 
-    __slots__ = ("key", "mask_buf", "copied", "__weakref__")
+    __slots__ = ("key", "mask_buf", "copied", "launch", "__weakref__")
 
     def __init__(self) -> None:
         self.key = next(_keys)
         self.mask_buf: Any = None
         self.copied: Any = None
+        self.launch: Any = None  # tether._cuda.Launch bound to mask_buf, False: none can be
 
 
 def _generation_eos(generation_config: Any) -> list[int]:
@@ -384,15 +386,21 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 buf.data_ptr() + r0 * words * 4, per * words, width,
                 error=TetherError,
             )
-        if scores.device.type == "cuda" and _ONE_KERNEL and _cuda.reason() is None:
+        if scores.device.type == "cuda" and _ONE_KERNEL:
             # One kernel reads the pinned words through the device mapping and writes
-            # -inf in place (tether/_cuda.py); False: it cannot run here, take torch's.
-            out = scores if self.inplace else scores.clone()
-            if _cuda.apply(out, buf, width):
-                if stream.copied is None:
-                    stream.copied = torch.cuda.Event()
-                stream.copied.record(torch.cuda.current_stream(scores.device))
-                return out
+            # -inf in place (tether/_cuda.py), bound to this stream's buffer once; when it
+            # cannot run here, torch's path below.
+            launch = stream.launch
+            if launch is None or (launch and launch.mask is not stream.mask_buf):
+                launch = stream.launch = _cuda.bind(stream.mask_buf, scores.device) or False
+            if launch:
+                out = scores if self.inplace else scores.clone()
+                cur = torch.cuda.current_stream(scores.device)
+                if launch.run(out, batch, width, cur.cuda_stream):
+                    if stream.copied is None:
+                        stream.copied = torch.cuda.Event()
+                    stream.copied.record(cur)
+                    return out
         on_device = buf.to(scores.device, non_blocking=True)
         if scores.device.type == "cuda":
             if stream.copied is None:
