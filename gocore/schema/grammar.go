@@ -140,6 +140,12 @@ func (b *builder) ruleList(root string) []gbnf.RuleText {
 // forEachRef calls f with each rule name an expression refers to (skipping
 // literals, classes and token references).
 func forEachRef(x string, f func(string)) {
+	forEachRefAt(x, func(i, j int) { f(x[i:j]) })
+}
+
+// forEachRefAt calls f with the start and end of each rule reference in the GBNF
+// body x, in order.
+func forEachRefAt(x string, f func(i, j int)) {
 	for i := 0; i < len(x); i++ {
 		switch c := x[i]; {
 		case c == '"' || c == '[' || c == '<':
@@ -160,7 +166,7 @@ func forEachRef(x string, f func(string)) {
 				j++
 			}
 			if k := x[i]; !(k >= '0' && k <= '9') || i == 0 || x[i-1] != '{' && x[i-1] != ',' {
-				f(x[i:j])
+				f(i, j)
 			}
 			i = j - 1
 		}

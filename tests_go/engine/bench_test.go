@@ -349,3 +349,36 @@ func BenchmarkMaskOverlappingAnyOf(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHostnameFirstVisits compiles {"format": "hostname"} and fills the mask
+// before each character of a host name, every one a first visit, without the
+// cross-grammar cache: the positions inside a label are a chain of class rounds
+// under the host-name budget's alternatives (the slowest masks of the MaskBench
+// dev split were such positions).
+func BenchmarkHostnameFirstVisits(b *testing.B) {
+	v := llama3Vocab(b)
+	if err := engine.Prepare(v); err != nil {
+		b.Fatal(err)
+	}
+	mask := make([]uint32, (v.Size()+31)/32)
+	text := []byte(`"mail.example-host.com"`)
+	for i := 0; i < b.N; i++ {
+		g, _, _, err := schema.Grammar([]byte(`{"type":"string","format":"hostname"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		gr, err := engine.Compile(g, v, engine.WithSharedCache(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := gr.NewMatcher()
+		for _, c := range text {
+			if err := m.FillMask(mask); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.AcceptBytes([]byte{c}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

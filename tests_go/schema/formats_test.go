@@ -528,3 +528,23 @@ func TestFormatLengthsDeclared(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatGrammarsInlineClassRules: a format rule whose body is one character
+// class (a host-name label's [a-zA-Z0-9\-], an e-mail atom's characters) is written
+// in place of its references, so no format grammar keeps such a rule. Each would
+// be a rule frame of its own under every character, doubling the stack depth of
+// the positions inside a label or an atom (and the analyses of a mask there).
+func TestFormatGrammarsInlineClassRules(t *testing.T) {
+	classOnly := regexp.MustCompile(`(?m)^(f-\S+) ::= (\[(?:[^\]\\]|\\.)*\])$`)
+	for _, f := range []string{"hostname", "idn-hostname", "email", "idn-email", "uri", "iri", "uri-reference",
+		"date-time", "ipv6", "uuid", "json-pointer", "uri-template"} {
+		g, _, err := schema.FromJSONSchema([]byte(`{"type":"string","format":"` + f + `"}`))
+		require.NoError(t, err, f)
+		for _, m := range classOnly.FindAllStringSubmatch(g, -1) {
+			t.Errorf("%s: rule %s is the class %s alone: inline it", f, m[1], m[2])
+		}
+	}
+	host, _, err := schema.FromJSONSchema([]byte(`{"type":"string","format":"hostname"}`))
+	require.NoError(t, err)
+	assert.Contains(t, host, `f-lab2 ::= f-lab-head [a-zA-Z0-9\-]{11,26} [a-zA-Z0-9]`)
+}
