@@ -197,14 +197,21 @@ func BenchmarkCounterCompileFirstMask(b *testing.B) {
 // derived from the previous character's (chain siblings, counts.go) while the
 // string has at least 15 characters left.
 func BenchmarkMaxLengthStringFirstVisits(b *testing.B) {
+	benchFirstVisits(b, []byte(`"`+strings.Repeat("abcdefghij ", 4)), func() (*gbnf.Grammar, error) {
+		return gbnf.Parse(`root ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt]){0,60} "\""`)
+	})
+}
+
+// benchFirstVisits compiles the grammar that build returns (each op, without the
+// cross-grammar cache) and fills the mask before each byte of text.
+func benchFirstVisits(b *testing.B, text []byte, build func() (*gbnf.Grammar, error)) {
 	v := llama3Vocab(b)
 	if err := engine.Prepare(v); err != nil {
 		b.Fatal(err)
 	}
 	mask := make([]uint32, (v.Size()+31)/32)
-	text := []byte(`"` + strings.Repeat("abcdefghij ", 4))
 	for i := 0; i < b.N; i++ {
-		g, err := gbnf.Parse(`root ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt]){0,60} "\""`)
+		g, err := build()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -356,29 +363,8 @@ func BenchmarkMaskOverlappingAnyOf(b *testing.B) {
 // under the host-name budget's alternatives (the slowest masks of the MaskBench
 // dev split were such positions).
 func BenchmarkHostnameFirstVisits(b *testing.B) {
-	v := llama3Vocab(b)
-	if err := engine.Prepare(v); err != nil {
-		b.Fatal(err)
-	}
-	mask := make([]uint32, (v.Size()+31)/32)
-	text := []byte(`"mail.example-host.com"`)
-	for i := 0; i < b.N; i++ {
+	benchFirstVisits(b, []byte(`"mail.example-host.com"`), func() (*gbnf.Grammar, error) {
 		g, _, _, err := schema.Grammar([]byte(`{"type":"string","format":"hostname"}`))
-		if err != nil {
-			b.Fatal(err)
-		}
-		gr, err := engine.Compile(g, v, engine.WithSharedCache(false))
-		if err != nil {
-			b.Fatal(err)
-		}
-		m := gr.NewMatcher()
-		for _, c := range text {
-			if err := m.FillMask(mask); err != nil {
-				b.Fatal(err)
-			}
-			if err := m.AcceptBytes([]byte{c}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+		return g, err
+	})
 }
