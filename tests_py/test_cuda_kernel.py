@@ -81,3 +81,16 @@ def test_driver_constants_match_cuda_h() -> None:
     assert set(consts) == {"CU_POINTER_ATTRIBUTE_MEMORY_TYPE", "CU_POINTER_ATTRIBUTE_DEVICE_POINTER", "CU_MEMORYTYPE_HOST"}
     for name, value in consts.items():
         assert value == enum(name), f"_cuda._{name} is {value}, cuda.h says {enum(name)}"
+
+
+def test_bind_refuses_what_the_kernel_cannot_read_without_the_driver() -> None:
+    """bind() checks the buffer before it loads the driver: a CPU device, a buffer that
+    is not pinned, of another dtype or not 2-D gets None (the processor then takes
+    torch's path), and libcuda.so.1 is never loaded for them."""
+    mask = torch.zeros(2, 4, dtype=torch.int32)
+    assert _cuda.bind(mask, torch.device("cpu")) is None
+    assert _cuda.bind(mask, torch.device("cuda", 0)) is None  # not pinned
+    assert _cuda.bind(mask.to(torch.int64), torch.device("cuda", 0)) is None
+    assert _cuda.bind(mask[0], torch.device("cuda", 0)) is None
+    assert _cuda._state["lib"] is None
+    assert _cuda.reason() is None  # nothing here is a reason to give the kernel up
