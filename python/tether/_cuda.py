@@ -8,10 +8,23 @@ committed ``cuda/apply_bitmask.fatbin``) that reads the pinned bitmask directly 
 its device mapping, launched on torch's current stream.
 
 The CUDA driver (``libcuda.so.1``) is loaded only when scores are on a CUDA device, so
-``import tether`` and CPU use never need it. Anything that keeps the kernel from
-running (no driver symbol, a module that does not load, memory that is not mapped)
-makes :func:`apply` return False, and the caller takes the torch path; ``reason()`` says
-why.
+``import tether`` and CPU use never need it. The processor binds the kernel to each
+stream's pinned buffer once (:func:`bind`: the buffer's device address, the kernel in
+the device's context, the argument block) and launches it each step
+(:meth:`Launch.run`); :func:`apply` does both, for one-off callers. Anything that keeps
+the kernel from running (no driver symbol, a module that does not load, memory that is
+not mapped) makes :func:`bind` return None and :func:`apply` False, and the caller takes
+the torch path; ``reason()`` says why.
+
+Example (on a machine with a CUDA GPU; elsewhere ``apply`` returns False)::
+
+    import torch
+    from tether import _cuda
+    scores = torch.zeros(1, 64, device="cuda")
+    mask = torch.zeros(1, 2, dtype=torch.int32).pin_memory()
+    mask[0, 0] = 0b101                      # allow tokens 0 and 2
+    if _cuda.apply(scores, mask, 64):
+        torch.cuda.synchronize()            # scores[0, 1] and scores[0, 3:] are -inf
 """
 
 from __future__ import annotations
