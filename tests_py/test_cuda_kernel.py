@@ -94,3 +94,11 @@ def test_bind_refuses_what_the_kernel_cannot_read_without_the_driver() -> None:
     assert _cuda.bind(mask[0], torch.device("cuda", 0)) is None
     assert _cuda._state["lib"] is None
     assert _cuda.reason() is None  # nothing here is a reason to give the kernel up
+
+
+def test_cuda_docstring_example_runs() -> None:
+    """The module's example runs here (the CPU branch; the kernel branch on a GPU)."""
+    import doctest
+
+    result = doctest.testmod(_cuda, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 8 and result.failed == 0

@@ -16,15 +16,23 @@ the kernel from running (no driver symbol, a module that does not load, memory t
 not mapped) makes :func:`bind` return None and :func:`apply` False, and the caller takes
 the torch path; ``reason()`` says why.
 
-Example (on a machine with a CUDA GPU; elsewhere ``apply`` returns False)::
+Example (the kernel runs where a CUDA GPU is; on the CPU ``apply`` does nothing and
+returns False, and the caller masks another way):
 
-    import torch
-    from tether import _cuda
-    scores = torch.zeros(1, 64, device="cuda")
-    mask = torch.zeros(1, 2, dtype=torch.int32).pin_memory()
-    mask[0, 0] = 0b101                      # allow tokens 0 and 2
-    if _cuda.apply(scores, mask, 64):
-        torch.cuda.synchronize()            # scores[0, 1] and scores[0, 3:] are -inf
+>>> import torch
+>>> from tether import _cuda
+>>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+>>> scores = torch.zeros(1, 64, device=dev)
+>>> mask = torch.zeros(1, 2, dtype=torch.int32)
+>>> mask[0, 0] = 0b101  # allow tokens 0 and 2
+>>> if dev == "cuda":
+...     mask = mask.pin_memory()
+>>> ran = _cuda.apply(scores, mask, 64)
+>>> ran == (dev == "cuda" and _cuda.reason() is None)
+True
+>>> if ran:
+...     torch.cuda.synchronize()
+...     assert torch.isinf(scores).sum().item() == 62
 """
 
 from __future__ import annotations
