@@ -286,7 +286,7 @@ func init() {
 func inlineClassRules(rules map[string]string) {
 	classes := map[string]string{}
 	for name, body := range rules {
-		if end := classEnd(body, 0); end == len(body) && end > 0 {
+		if body != "" && body[0] == '[' && spanEnd(body, 0, ']') == len(body)-1 {
 			classes[name] = body
 		}
 	}
@@ -308,23 +308,6 @@ func inlineClassRules(rules map[string]string) {
 			rules[name] = sb.String()
 		}
 	}
-}
-
-// classEnd returns the end of the character class that starts at x[i] ('['), or
-// 0 if none does.
-func classEnd(x string, i int) int {
-	if i >= len(x) || x[i] != '[' {
-		return 0
-	}
-	for i++; i < len(x); i++ {
-		switch x[i] {
-		case '\\':
-			i++
-		case ']':
-			return i + 1
-		}
-	}
-	return 0
 }
 
 // leapRule writes the times with a leap second: hh:mm:60 is valid where it is

@@ -155,11 +155,7 @@ func forEachRefAt(x string, f func(i, j int)) {
 			} else if c == '<' {
 				end = '>'
 			}
-			for i++; i < len(x) && x[i] != end; i++ {
-				if x[i] == '\\' {
-					i++
-				}
-			}
+			i = spanEnd(x, i, end)
 		case c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
 			j := i
 			for j < len(x) && (x[j] == '-' || x[j] >= 'a' && x[j] <= 'z' || x[j] >= 'A' && x[j] <= 'Z' || x[j] >= '0' && x[j] <= '9') {
@@ -311,6 +307,18 @@ func isAtom(x string) bool {
 	return true
 }
 
+// spanEnd returns the index of the delimiter end that closes the literal, class
+// or token reference opening at x[i], skipping backslash escapes (len(x) or past
+// it when nothing closes it).
+func spanEnd(x string, i int, end byte) int {
+	for i++; i < len(x) && x[i] != end; i++ {
+		if x[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
 // matchingParen finds the index of the parenthesis closing x[0], skipping
 // literals and classes.
 func matchingParen(x string) int {
@@ -318,17 +326,9 @@ func matchingParen(x string) int {
 	for i := 0; i < len(x); i++ {
 		switch x[i] {
 		case '"':
-			for i++; i < len(x) && x[i] != '"'; i++ {
-				if x[i] == '\\' {
-					i++
-				}
-			}
+			i = spanEnd(x, i, '"')
 		case '[':
-			for i++; i < len(x) && x[i] != ']'; i++ {
-				if x[i] == '\\' {
-					i++
-				}
-			}
+			i = spanEnd(x, i, ']')
 		case '(':
 			depth++
 		case ')':
