@@ -14,6 +14,8 @@ import (
 // (its lazily filled caches are safe for concurrent use) and may be shared by any
 // number of Matchers on any goroutines.
 type Grammar struct {
+	fpPool sync.Pool // *fpScratch (shared.go)
+
 	vocab Vocabulary
 	size  int
 	trie  *trie

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -160,9 +161,11 @@ func (pc *posCache) bytes() int64 {
 // written out: writing it out would cost more than analyzing most such slots, and
 // so large a structure (much of one big schema) is rarely met again.
 func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
-	budget := int32(g.trie.maxDepth)
-	b := make([]byte, 0, 256)
-	b = append(b, 'P', 4) // format version
+	budget := g.tokenReach(s)
+	sc := g.fpScratch()
+	defer g.fpPool.Put(sc)
+	b := append(sc.b[:0], 'P', 4) // format version
+	defer func() { sc.b = b[:0] }()
 	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
 	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
 	b = binary.AppendUvarint(b, uint64(g.size))
@@ -186,14 +189,30 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 		}
 	}
 
-	local := map[int32]uint32{} // rule -> local number, in order of first reference
-	dist := map[int32]int32{}   // rule -> fewest bytes matched before entering it
-	buckets := make([][]int32, budget+1)
+	// Per rule met: its local number, in order of first reference, and the
+	// fewest bytes matched before entering it (sc's arrays, valid where
+	// stamped with this call's epoch).
+	ep := sc.next()
+	nLocal := uint32(0)
+	if len(sc.buckets) < int(budget)+1 {
+		sc.buckets = make([][]int32, budget+1)
+	}
+	buckets := sc.buckets[:budget+1]
+	for i := range buckets {
+		buckets[i] = buckets[i][:0]
+	}
+	localOf := func(r int32) uint32 {
+		if sc.stamp[r] != ep {
+			sc.stamp[r], sc.local[r], sc.dist[r] = ep, nLocal, math.MaxInt32
+			nLocal++
+		}
+		return sc.local[r]
+	}
 	enter := func(r, d int32) {
-		if old, ok := dist[r]; ok && old <= d {
+		if sc.dist[r] <= d {
 			return
 		}
-		dist[r] = d
+		sc.dist[r] = d
 		buckets[d] = append(buckets[d], r)
 	}
 	run := func(i, d int32) {
@@ -223,23 +242,13 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 				}
 				d++
 			case opRef:
-				id, ok := local[e.arg]
-				if !ok {
-					id = uint32(len(local))
-					local[e.arg] = id
-				}
 				b = append(b, 'R')
-				b = binary.AppendUvarint(b, uint64(id))
+				b = binary.AppendUvarint(b, uint64(localOf(e.arg)))
 				enter(e.arg, d)
 				d += g.minLen[e.arg]
 			case opRepeat:
-				id, ok := local[e.arg]
-				if !ok {
-					id = uint32(len(local))
-					local[e.arg] = id
-				}
 				b = append(b, 'N')
-				b = binary.AppendUvarint(b, uint64(id))
+				b = binary.AppendUvarint(b, uint64(localOf(e.arg)))
 				// Counts clamped as in slot keys: a walk of at most L bytes
 				// tells no counts above L+1 apart (see clampCount), so
 				// `char{0,4096}` and `char{0,8192}` share their analyses.
@@ -273,17 +282,16 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 		run(el, min(d, budget+1))
 		d = min(d+g.minRest[el], minCap)
 	}
-	done := map[int32]bool{}
 	for d := int32(0); d <= budget && len(b) <= maxFingerprintBytes; d++ {
 		for k := 0; k < len(buckets[d]) && len(b) <= maxFingerprintBytes; k++ {
 			r := buckets[d][k]
-			if done[r] || dist[r] != d {
+			if sc.done[r] == ep || sc.dist[r] != d {
 				continue
 			}
-			done[r] = true
+			sc.done[r] = ep
 			alts := g.rules[r]
 			b = append(b, 'A')
-			b = binary.AppendUvarint(b, uint64(local[r]))
+			b = binary.AppendUvarint(b, uint64(sc.local[r]))
 			b = binary.AppendUvarint(b, uint64(len(alts)))
 			for _, alt := range alts {
 				run(alt, d)
@@ -294,6 +302,63 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 		return key, false
 	}
 	return sha256.Sum256(b), true
+}
+
+// fpScratch is fingerprint's working memory, reused from call to call: per
+// rule, arrays that are valid where stamped with the current call's epoch, so a
+// call costs what it touches, not the grammar's size.
+type fpScratch struct {
+	epoch       uint32
+	stamp, done []uint32 // per rule: the epoch local and dist were set, the epoch its alternatives were written
+	local       []uint32
+	dist        []int32
+	buckets     [][]int32
+	b           []byte
+}
+
+// next starts a call: a fresh epoch (clearing the stamps when it wraps).
+func (sc *fpScratch) next() uint32 {
+	sc.epoch++
+	if sc.epoch == 0 {
+		clear(sc.stamp)
+		clear(sc.done)
+		sc.epoch = 1
+	}
+	return sc.epoch
+}
+
+// fpScratch takes a scratch for a fingerprint of this grammar (concurrent
+// analyses each take their own).
+func (g *Grammar) fpScratch() *fpScratch {
+	if sc, ok := g.fpPool.Get().(*fpScratch); ok {
+		return sc
+	}
+	n := len(g.rules)
+	return &fpScratch{stamp: make([]uint32, n), done: make([]uint32, n), local: make([]uint32, n), dist: make([]int32, n), b: make([]byte, 0, 256)}
+}
+
+// tokenReach returns the most bytes of a token an analysis of slot s can walk:
+// the longest token whose first byte can start the top element's character (an
+// analysis walks no other token: it starts at the bytes the top takes, and a
+// derived one walks a subset of its parent's tokens, whose top is the same).
+// A key's top is `"` or a letter far more often than a space: Llama-3's longest
+// tokens starting with `"` have 12 bytes, with a space 128, so a fingerprint
+// written out only this far describes much less of the grammar and meets its
+// twins across objects and schemas far more often.
+func (g *Grammar) tokenReach(s *posSlot) int32 {
+	t := g.trie
+	e := g.elems[s.elems[0]]
+	if e.op != opChar {
+		return int32(t.maxDepth)
+	}
+	first := &g.classes[e.arg].first
+	reach := 0
+	for b := range 256 {
+		if c := t.rootChild[b]; c != 0 && first.has(byte(b)) {
+			reach = max(reach, 1+int(t.height[c]))
+		}
+	}
+	return int32(min(reach, t.maxDepth))
 }
 
 // maxFingerprintBytes bounds the structure a fingerprint writes out (see

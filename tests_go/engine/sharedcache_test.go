@@ -173,6 +173,51 @@ func TestSharedCacheDoesNotShareDifferentInputs(t *testing.T) {
 	}
 }
 
+// TestSharedCacheTokenReach: a position's fingerprint describes the grammar
+// only as far as the longest token that can start there reaches (Llama-3's
+// tokens starting with x, y or z have at most 14 bytes: "ynchronization"), not
+// as far as the vocabulary's longest token (128 bytes). Grammars that differ at
+// the 14th byte after such a position get their own caches (that token's verdict
+// differs); grammars that differ only past it share one. Masks equal those of
+// each grammar alone either way. The vocabulary is the test's own, so earlier
+// tests' caches cannot answer.
+func TestSharedCacheTokenReach(t *testing.T) {
+	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+	require.NoError(t, err)
+	id, ok := v.TokenID("ynchronization")
+	require.True(t, ok)
+	cases := []struct {
+		name, a, b string
+		share      bool
+	}{
+		{"differ at the last byte a token reaches",
+			`root ::= [xyz] "nchronizatio" "n" "!"`, `root ::= [xyz] "nchronizatio" "m" "!"`, false},
+		{"differ one byte past it",
+			`root ::= [xyz] "nchronization" "!" "a"`, `root ::= [xyz] "nchronization" "!" "b"`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sa, ua := sharedPair(t, c.a, v)
+			maskA := sameMasks(t, sa, ua, "ynchronization")
+			sb, ub := sharedPair(t, c.b, v)
+			before := sb.SharedCacheStats()
+			maskB := make([]uint32, len(maskA))
+			require.NoError(t, sb.NewMatcher().FillMask(maskB))
+			after := sb.SharedCacheStats()
+			if c.share {
+				require.Greater(t, after.Hits, before.Hits, "the second grammar reused no position cache of the first")
+				require.Equal(t, maskA, maskB)
+			} else {
+				require.Equal(t, before.Hits, after.Hits, "the second grammar reused a position cache of the first")
+				// The difference shows in the masks: the token is allowed by a only.
+				require.True(t, maskA[id/32]>>(id%32)&1 == 1 && maskB[id/32]>>(id%32)&1 == 0,
+					"token %d %q: allowed by a %v, by b %v", id, "ynchronization", maskA[id/32]>>(id%32)&1, maskB[id/32]>>(id%32)&1)
+			}
+			require.Equal(t, maskB, sameMasks(t, sb, ub, "ynchronizatio"))
+		})
+	}
+}
+
 // TestSharedCacheConcurrent compiles the same grammar many times on several
 // goroutines (all sharing, racing on the same table entries) and checks every mask
 // against a grammar that does not share.
