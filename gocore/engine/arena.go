@@ -80,8 +80,9 @@ type arena struct {
 	err    *LimitError   // the current closure exceeded the grammar's limits
 	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
-	tables int   // transition tables allocated
-	over   int32 // the limit state (see overCfg), 0 until made
+	tables  int          // transition tables allocated
+	tabSlab [][256]int32 // tables not handed out yet (see memo)
+	over    int32        // the limit state (see overCfg), 0 until made
 
 	// scratch
 	out     []entry
@@ -660,15 +661,28 @@ func (a *arena) asciiSig(c int32, b byte) (sig uint64, ok bool) {
 func (a *arena) memo(c int32, b byte, nx int32) {
 	t := a.tabs[c]
 	if t == nil {
-		t = new([256]int32)
-		for i := range t {
-			t[i] = cfgUnknown
+		if len(a.tabSlab) == 0 {
+			a.tabSlab = make([][256]int32, tabSlabSize)
 		}
+		t = &a.tabSlab[0]
+		a.tabSlab = a.tabSlab[1:]
+		*t = unknownRow
 		a.tabs[c] = t
 		a.tables++
 	}
 	t[b] = nx
 }
+
+// unknownRow is a transition table with nothing computed yet.
+var unknownRow = func() (r [256]int32) {
+	for i := range r {
+		r[i] = cfgUnknown
+	}
+	return r
+}()
+
+// tabSlabSize is how many transition tables memo carves from one allocation.
+const tabSlabSize = 16
 
 // stepCompute computes the step of c on b.
 func (a *arena) stepCompute(c int32, b byte) int32 {
