@@ -247,7 +247,16 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 		"c":{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"maxContains":2}},
 		"required":["host","mail","idn","n","x","tags","c"]}`))
 	require.NoError(t, err)
+	// A string whose length is all but fixed (minLength 44, maxLength 45),
+	// then more properties: near its end, thousands of tokens (those with the
+	// closing quote where it may fall) stay uncertain key after key, and the
+	// deeper keys walk them one by one from the shallower key's list.
+	sch3, _, err := schema.FromJSONSchema([]byte(`{"type":"array","items":{"type":"object","properties":{
+		"user_name":{"type":"string","minLength":44,"maxLength":45},"job_id":{"type":"integer"},"tag":{"type":"string"}},
+		"required":["user_name","job_id"],"additionalProperties":false}}`))
+	require.NoError(t, err)
 	cases = append(cases,
+		tc{"string-end", sch3, 90, `[{"user_name": "` + strings.Repeat("u", 44) + `", "job_id": 7, "tag": "x"}, {"user_name": "` + strings.Repeat("v", 45) + `", "job_id": 8}]`},
 		tc{"schema", sch, 0, ""},
 		tc{"schema-automata", sch2, 400, `{"host": "api.example-1.com", "mail": "first.last@mail.example.org", "idn": "bücher.example", ` +
 			`"n": 98.25, "x": 0.0501, "tags": ["c", "a"], "c": [1, 7, 2, 5]}`},
