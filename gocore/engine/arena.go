@@ -80,9 +80,10 @@ type arena struct {
 	err    *LimitError   // the current closure exceeded the grammar's limits
 	hit    *LimitError   // a limit was met (computed or memoized) since the caller cleared it
 
-	tables  int          // transition tables allocated
-	tabSlab [][256]int32 // tables not handed out yet (see memo)
-	over    int32        // the limit state (see overCfg), 0 until made
+	tables   int          // transition tables allocated
+	tabSlab  [][256]int32 // tables not handed out yet (see memo)
+	tabChunk int          // the size of the last chunk of tables
+	over     int32        // the limit state (see overCfg), 0 until made
 
 	// scratch
 	out     []entry
@@ -662,7 +663,10 @@ func (a *arena) memo(c int32, b byte, nx int32) {
 	t := a.tabs[c]
 	if t == nil {
 		if len(a.tabSlab) == 0 {
-			a.tabSlab = make([][256]int32, tabSlabSize)
+			// Chunks double from 2 up to tabSlabSize: a small grammar's
+			// analyses make only a few tables.
+			a.tabChunk = min(max(2*a.tabChunk, 2), tabSlabSize)
+			a.tabSlab = make([][256]int32, a.tabChunk)
 		}
 		t = &a.tabSlab[0]
 		a.tabSlab = a.tabSlab[1:]
@@ -681,7 +685,7 @@ var unknownRow = func() (r [256]int32) {
 	return r
 }()
 
-// tabSlabSize is how many transition tables memo carves from one allocation.
+// tabSlabSize is the most transition tables memo carves from one allocation.
 const tabSlabSize = 16
 
 // stepCompute computes the step of c on b.
