@@ -148,7 +148,8 @@ func (pc *posCache) bytes() int64 {
 // startAt, stepSlow, expand and finish read: a missing input makes two different
 // analyses share one result, which is a soundness bug.
 //
-// A walk of tokens of at most L bytes (L: the trie's depth) never reaches an
+// A walk of tokens of at most L bytes (L: the longest token that can start at the
+// slot, tokenReach; at most the trie's depth) never reaches an
 // element that needs more than L bytes to get to, not even to push it as a stack's
 // top, so the structure is written out only as far as L bytes reach: every
 // element's distance (the fewest bytes matched before it, with Grammar.minLen for
