@@ -154,8 +154,6 @@ func TestParseRulesRefusesRulesOffTheirLine(t *testing.T) {
 	}
 }
 
-// FuzzParseRules: for rules on a line each, ParseRules is Parse of their text;
-// for others it refuses them. It never panics.
 // TestParseRulesErrorPastTheLineBreak: a body that breaks off inside
 // parentheses, where a line break is only space, is read past it; the error then
 // names what the text holds there, the next rule's name or the end of the text,
@@ -175,6 +173,8 @@ func TestParseRulesErrorPastTheLineBreak(t *testing.T) {
 	}
 }
 
+// FuzzParseRules: for rules on a line each, ParseRules is Parse of their text;
+// for others it refuses them. It never panics.
 func FuzzParseRules(f *testing.F) {
 	for _, s := range []string{
 		"root ::= \"a\"",
