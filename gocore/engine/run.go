@@ -309,10 +309,20 @@ func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
 		if lb.target == 0 && nx != cfgDead {
 			lb.target = nx
 		}
-		if nx != cfgDead && nx == lb.target {
+		switch {
+		case nx != cfgDead && nx == lb.target:
 			lb.yes[0] |= same[0]
 			lb.yes[1] |= same[1]
-		} else {
+		case nx != cfgDead && kindCount(same) > kindCount(lb.yes):
+			// More bytes lead here than to the target so far: the run
+			// follows these (a string body's letters, where the first kind
+			// asked, a backslash, set the target to an escape's
+			// configuration). The kinds known to lead to the old target do
+			// not lead to the new one, and this call's need holds both; the
+			// kinds known not to lead to the old one are asked again.
+			lb.target, lb.no, lb.yes = nx, lb.yes, same
+			return cfgDead
+		default:
 			lb.no[0] |= same[0]
 			lb.no[1] |= same[1]
 			return cfgDead
@@ -325,6 +335,9 @@ func (a *arena) kindsTo(c int32, need [2]uint64) int32 {
 	}
 	return lb.target
 }
+
+// kindCount is the number of byte kinds in ks.
+func kindCount(ks [2]uint64) int { return bits.OnesCount64(ks[0]) + bits.OnesCount64(ks[1]) }
 
 // kindTo returns the live configuration (without exits) byte kind k (see byteKind)
 // takes c to, or cfgDead if the bytes of the kind do not all lead to one. Kinds 127

@@ -255,7 +255,13 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 		"user_name":{"type":"string","minLength":44,"maxLength":45},"job_id":{"type":"integer"},"tag":{"type":"string"}},
 		"required":["user_name","job_id"],"additionalProperties":false}}`))
 	require.NoError(t, err)
+	// A string alone with a maxLength (a counter): the first run asked about
+	// from a count's configuration may start with a backslash, and the run must
+	// then follow the letters (run.go, kindsTo), the escapes still checked.
+	sch4, _, err := schema.FromJSONSchema([]byte(`{"type":"string","maxLength":100}`))
+	require.NoError(t, err)
 	cases = append(cases,
+		tc{"bounded-string", sch4, 0, `"tab\there, \"quoted\" \u00e9 and \\ ok\/"`},
 		tc{"string-end", sch3, 90, `[{"user_name": "` + strings.Repeat("u", 44) + `", "job_id": 7, "tag": "x"}, {"user_name": "` + strings.Repeat("v", 45) + `", "job_id": 8}]`},
 		tc{"schema", sch, 0, ""},
 		tc{"schema-automata", sch2, 400, `{"host": "api.example-1.com", "mail": "first.last@mail.example.org", "idn": "bücher.example", ` +
@@ -351,5 +357,32 @@ func TestStructuredGrammarsMaskEqualsBruteForce(t *testing.T) {
 			}
 			assert.True(t, m.CanEnd(), "the valid instance is complete")
 		})
+	}
+}
+
+// TestBoundedStringFirstVisitEqualsBruteForce: a string alone with a length bound
+// (a counter), its masks computed first after the opening quote, without the
+// cross-grammar cache, so that the runs along the counts are first asked about
+// from inside the string (a backslash's run before the letters', run.go:
+// kindsTo). Every token is checked at each prefix.
+func TestBoundedStringFirstVisitEqualsBruteForce(t *testing.T) {
+	v := llama3Vocab(t)
+	mask := make([]uint32, (v.Size()+31)/32)
+	for _, sch := range []string{`{"type":"string","maxLength":100}`, `{"type":"string","minLength":3,"maxLength":70}`} {
+		src, _, err := schema.FromJSONSchema([]byte(sch))
+		require.NoError(t, err)
+		pg, err := gbnf.Parse(src)
+		require.NoError(t, err)
+		for _, prefix := range []string{`"`, `"a\`, `"` + strings.Repeat("x", 66)} {
+			gr, err := engine.Compile(pg, v, engine.WithSharedCache(false))
+			require.NoError(t, err)
+			m := gr.NewMatcher()
+			require.NoError(t, m.AcceptBytes([]byte(prefix)))
+			clear(mask)
+			require.NoError(t, m.FillMask(mask))
+			if bad := bruteForceDisagreements(m, v, mask, nil, true); len(bad) > 0 {
+				t.Fatalf("%s after %q: %d disagreements, first: %v", sch, prefix, len(bad), bad[:min(5, len(bad))])
+			}
+		}
 	}
 }
