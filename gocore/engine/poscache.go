@@ -455,7 +455,7 @@ func (g *Grammar) setUncertain(pc *posCache, unc []int32, s *posSlot) {
 		pc.uncList = unc
 	case len(unc) > 0:
 		pc.sub, pc.subDepth = buildNodes(len(unc),
-			func(k int) []byte { return g.vocab.TokenBytes(int(t.order[unc[k]])) },
+			func(k int) []byte { return t.bytesOf(unc[k]) },
 			func(k int) int32 { return unc[k] })
 	}
 }
@@ -664,25 +664,23 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 // walkTrie would, stepping each token from where it leaves the previous one. It
 // reports whether it stopped at abortAt.
 func (w *walker) walkList(only []int32) bool {
-	t, v := w.t, w.g.vocab
+	t := w.t
 	cfg, exits := w.cfg, w.exits
 	deadAt := 0 // the previous token died at this depth (0: it did not)
 	var deadUnc bool
-	for j, k := range only {
-		l := 0
-		if j > 0 {
-			l = t.lcp(only[j-1], k)
-		}
+	var prev []byte
+	for _, k := range only {
+		// The tokens are sorted, so the previous one shares this prefix with
+		// the last one walked too, up to where that one died.
+		s := t.bytesOf(k)
+		l := commonPrefix(prev, s)
+		prev = s
 		if deadAt > 0 && deadAt <= l {
-			// Same dead prefix: same verdict, without reading the token.
+			// Same dead prefix: same verdict, without stepping.
 			if deadUnc {
 				w.unc = append(w.unc, k)
 			}
 			continue
-		}
-		s := v.TokenBytes(int(t.order[k]))
-		if l > len(s) {
-			l = len(s)
 		}
 		deadAt = 0
 		for d := l + 1; d <= len(s); d++ {
@@ -707,6 +705,17 @@ func (w *walker) walkList(only []int32) bool {
 		}
 	}
 	return false
+}
+
+// commonPrefix is the length of the common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // charStart is 1 for a byte that starts a character (not a UTF-8 continuation
