@@ -75,6 +75,7 @@ type arena struct {
 	cfgs   []config
 	cfgID  map[string]int32
 	tabs   []*[256]int32 // per configuration: memoized byte transitions, or nil
+	lit    []uint64      // per configuration: a literal's one transition (see litOf), or 0
 	info   []int32       // per configuration: noExit, with exitBit if hasExit
 	loop   []loopBits    // per configuration, grown on demand (see loopOf): runs
 	err    *LimitError   // the current closure exceeded the grammar's limits
@@ -112,6 +113,7 @@ func newArena(g *Grammar) *arena {
 	a.cfgs = append(a.cfgs, config{noExit: cfgDead}) // cfgDead
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, cfgDead)
+	a.lit = append(a.lit, 0)
 	a.cfgID[""] = cfgDead
 	return a
 }
@@ -564,6 +566,7 @@ func (a *arena) internCfg(es []entry) int32 {
 	a.cfgs = append(a.cfgs, c)
 	a.tabs = append(a.tabs, nil)
 	a.info = append(a.info, id)
+	a.lit = append(a.lit, a.litOf(es))
 	a.cfgID[string(a.key)] = id
 	if exits > 0 {
 		rest := make([]entry, 0, len(es)-exits)
@@ -600,6 +603,14 @@ func (a *arena) step(c int32, b byte) int32 {
 func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
+	}
+	if l := a.lit[c]; l != 0 {
+		if byte(l>>32) != b {
+			return cfgDead
+		}
+		if nx := int32(uint32(l)); nx != cfgUnknown {
+			return nx
+		}
 	}
 	// An ASCII byte's step depends only on which stacks take it: bytes that the
 	// same stacks take (all the letters of an identifier, say) share one
@@ -660,6 +671,13 @@ func (a *arena) asciiSig(c int32, b byte) (sig uint64, ok bool) {
 
 // memo records the step of c on b.
 func (a *arena) memo(c int32, b byte, nx int32) {
+	if l := a.lit[c]; l != 0 {
+		// A literal's configuration needs no table: every other byte is dead.
+		if byte(l>>32) == b {
+			a.lit[c] = l&^0xFFFFFFFF | uint64(uint32(nx))
+		}
+		return
+	}
 	t := a.tabs[c]
 	if t == nil {
 		if len(a.tabSlab) == 0 {
@@ -675,6 +693,29 @@ func (a *arena) memo(c int32, b byte, nx int32) {
 		a.tables++
 	}
 	t[b] = nx
+}
+
+// litFlag marks a literal's entry in arena.lit.
+const litFlag = uint64(1) << 63
+
+// litOf returns the arena.lit entry of a configuration of entries es: for a
+// single stack between characters whose top takes one ASCII byte and nothing
+// else (a literal's next character: most configurations a key or a keyword
+// walks through), that byte and its step, not known yet; else 0. Such a
+// configuration keeps its one transition there instead of in a 1 KB table.
+func (a *arena) litOf(es []entry) uint64 {
+	if len(es) != 1 || es[0].partial() != 0 || es[0].node() <= nodeExit {
+		return 0
+	}
+	el := a.g.elems[a.nodes[es[0].node()].elem]
+	if el.op != opChar {
+		return 0
+	}
+	x, ok := a.g.classes[el.arg].oneByte()
+	if !ok {
+		return 0
+	}
+	return litFlag | uint64(x)<<32 | 0xFFFFFFFF // the step: cfgUnknown (-1)
 }
 
 // unknownRow is a transition table with nothing computed yet.

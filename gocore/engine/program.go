@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/bits"
 	"sort"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
@@ -53,6 +54,22 @@ func (c *class) has(cp rune) bool {
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].Hi >= cp })
 	in := i < len(rs) && rs[i].Lo <= cp
 	return in != c.neg
+}
+
+// oneByte returns the code point of a class that holds exactly one, an ASCII
+// one.
+func (c *class) oneByte() (byte, bool) {
+	if !c.narrow {
+		return 0, false
+	}
+	n, x := 0, 0
+	for w, bs := range c.ascii {
+		if bs != 0 {
+			n += bits.OnesCount32(bs)
+			x = w*32 + bits.TrailingZeros32(bs)
+		}
+	}
+	return byte(x), n == 1
 }
 
 // overlaps reports whether some code point in [lo, hi] is in the class.

@@ -103,6 +103,7 @@ func (a *arena) overCfg() int32 {
 		a.cfgs = append(a.cfgs, config{noExit: a.over, over: true})
 		a.tabs = append(a.tabs, nil)
 		a.info = append(a.info, a.over)
+		a.lit = append(a.lit, 0)
 	}
 	return a.over
 }
