@@ -668,19 +668,21 @@ func (w *walker) walkList(only []int32) bool {
 	cfg, exits := w.cfg, w.exits
 	deadAt := 0 // the previous token died at this depth (0: it did not)
 	var deadUnc bool
-	var prev []byte
-	for _, k := range only {
-		// The tokens are sorted, so the previous one shares this prefix with
-		// the last one walked too, up to where that one died.
-		s := t.bytesOf(k)
-		l := commonPrefix(prev, s)
-		prev = s
+	for j, k := range only {
+		l := 0
+		if j > 0 {
+			l = t.lcp(only[j-1], k)
+		}
 		if deadAt > 0 && deadAt <= l {
-			// Same dead prefix: same verdict, without stepping.
+			// Same dead prefix: same verdict, without reading the token.
 			if deadUnc {
 				w.unc = append(w.unc, k)
 			}
 			continue
+		}
+		s := t.bytesOf(k)
+		if l > len(s) {
+			l = len(s)
 		}
 		deadAt = 0
 		for d := l + 1; d <= len(s); d++ {
@@ -705,17 +707,6 @@ func (w *walker) walkList(only []int32) bool {
 		}
 	}
 	return false
-}
-
-// commonPrefix is the length of the common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }
 
 // charStart is 1 for a byte that starts a character (not a UTF-8 continuation

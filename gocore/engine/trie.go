@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sync"
@@ -63,10 +64,24 @@ type trie struct {
 	index []int32
 	// textBits: the set of the tokens in order, as a bitset over ids.
 	textBits tokenmask.Mask
+	// lcpMin[j][k]: the shortest common prefix (capped at 255 bytes) of two
+	// neighbours among order[k-1 : k+2^j], for range-minimum queries (see lcp).
+	lcpMin [][]uint8
 }
 
 // bytesOf returns the bytes of token order[k].
 func (t *trie) bytesOf(k int32) []byte { return t.text[t.textAt[k]:t.textAt[k+1]:t.textAt[k+1]] }
+
+// lcp returns the length of the common prefix of the tokens order[a] and order[b]
+// (a < b), capped at 255 bytes: the shortest common prefix of neighbours between
+// them, since the tokens are sorted. (A table lookup: walkList asks it of every
+// token, most of which it then skips unread.)
+func (t *trie) lcp(a, b int32) int {
+	n := b - a
+	j := bits.Len32(uint32(n)) - 1
+	x, y := t.lcpMin[j][a+1], t.lcpMin[j][b-int32(1)<<j+1]
+	return int(min(x, y))
+}
 
 var trieCache sync.Map // Vocabulary -> *trieSlot
 
@@ -155,6 +170,7 @@ func buildTrie(v Vocabulary) *trie {
 		}
 		t.below[i] = m
 	}
+	t.lcpMin = buildLCPMin(ids, toks)
 	size := 0
 	for _, id := range ids {
 		size += len(toks[id])
@@ -200,6 +216,30 @@ func buildTrie(v Vocabulary) *trie {
 		}
 	}
 	return t
+}
+
+// buildLCPMin builds trie.lcpMin for the sorted tokens ids.
+func buildLCPMin(ids []int32, toks [][]byte) [][]uint8 {
+	n := len(ids)
+	base := make([]uint8, n)
+	for k := 1; k < n; k++ {
+		x, y := toks[ids[k-1]], toks[ids[k]]
+		l := 0
+		for l < len(x) && l < len(y) && l < 255 && x[l] == y[l] {
+			l++
+		}
+		base[k] = uint8(l)
+	}
+	levels := [][]uint8{base}
+	for w := 1; 2*w <= n; w *= 2 {
+		prev := levels[len(levels)-1]
+		cur := make([]uint8, n-2*w+1)
+		for k := range cur {
+			cur[k] = min(prev[k], prev[k+w])
+		}
+		levels = append(levels, cur)
+	}
+	return levels
 }
 
 // byteKind sorts bytes into 128 kinds: an ASCII byte b in 2..0x7E is kind b; NUL,
