@@ -588,6 +588,12 @@ func (a *arena) step(c int32, b byte) int32 {
 	nx := cfgUnknown
 	if t := a.tabs[c]; t != nil {
 		nx = t[b]
+	} else if l := a.lit[c]; l != 0 && uint32(l) != litUnknown {
+		// A literal's configuration (see litOf): its one step.
+		if byte(l>>32) != b {
+			return cfgDead
+		}
+		nx = int32(uint32(l))
 	}
 	if nx == cfgUnknown {
 		nx = a.stepSlow(c, b)
@@ -695,8 +701,12 @@ func (a *arena) memo(c int32, b byte, nx int32) {
 	t[b] = nx
 }
 
-// litFlag marks a literal's entry in arena.lit.
-const litFlag = uint64(1) << 63
+// litFlag marks a literal's entry in arena.lit; litUnknown, in its low 32
+// bits, is a step not computed yet (cfgUnknown's bits).
+const (
+	litFlag    = uint64(1) << 63
+	litUnknown = 0xFFFFFFFF
+)
 
 // litOf returns the arena.lit entry of a configuration of entries es: for a
 // single stack between characters whose top takes one ASCII byte and nothing
@@ -715,7 +725,7 @@ func (a *arena) litOf(es []entry) uint64 {
 	if !ok {
 		return 0
 	}
-	return litFlag | uint64(x)<<32 | 0xFFFFFFFF // the step: cfgUnknown (-1)
+	return litFlag | uint64(x)<<32 | litUnknown
 }
 
 // unknownRow is a transition table with nothing computed yet.

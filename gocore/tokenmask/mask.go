@@ -3,7 +3,10 @@
 // as int32 bitmask rows, so a mask goes to a caller's buffer without conversion.
 package tokenmask
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // Mask is a set of token ids kept as a bitset: token i is in the set when
 // bit i%32 (least significant first) of word i/32 is set. It is the layout of
@@ -68,6 +71,27 @@ func (m Mask) Any() bool {
 func (m Mask) Or(src Mask) {
 	n := min(len(m), len(src))
 	dst, src := m[:n], src[:n]
+	if h := n / 2; h > 0 && uintptr(unsafe.Pointer(&dst[0]))%8 == 0 && uintptr(unsafe.Pointer(&src[0]))%8 == 0 {
+		// Two words at a time, four pairs an iteration: a mask is 4k words
+		// (Llama-3), and a mask that takes a cached set of tokens ORs one in,
+		// which word by word cost half its time. (Both start 8-byte aligned,
+		// as Go and numpy allocate them; a row of odd index in an int32 matrix
+		// may not, and goes word by word.)
+		d := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), h)
+		s := unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), h)
+		i := 0
+		for ; i+4 <= h; i += 4 {
+			dd, ss := d[i:i+4:i+4], s[i:i+4:i+4]
+			dd[0] |= ss[0]
+			dd[1] |= ss[1]
+			dd[2] |= ss[2]
+			dd[3] |= ss[3]
+		}
+		for ; i < h; i++ {
+			d[i] |= s[i]
+		}
+		dst, src = dst[2*h:], src[2*h:]
+	}
 	for i := range dst {
 		dst[i] |= src[i]
 	}

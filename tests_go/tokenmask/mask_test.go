@@ -91,3 +91,39 @@ func ExampleMask() {
 	fmt.Println(len(m), m.Count(), m.Has(40), m.Has(41), m.IDs(nil))
 	// Output: 2 2 true false [3 40]
 }
+
+// TestMaskOrEveryAlignment checks Or against a word-by-word OR for masks of many
+// lengths whose words start 8-byte aligned or not (a row of odd index in an
+// int32 matrix, a mask sliced one word in), each with the other's alignment and
+// with different lengths: Or takes two words at a time only where both are
+// aligned, and must give the same words either way and leave words past the
+// shorter mask alone.
+func TestMaskOrEveryAlignment(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	random := func(n int) []uint32 {
+		w := make([]uint32, n)
+		for i := range w {
+			w[i] = r.Uint32()
+		}
+		return w
+	}
+	for _, n := range []int{0, 1, 2, 3, 7, 8, 9, 10, 17, 4008, 4009} {
+		for _, extra := range []int{0, 1, 5} {
+			for _, offDst := range []int{0, 1} {
+				for _, offSrc := range []int{0, 1} {
+					t.Run(fmt.Sprint(n, extra, offDst, offSrc), func(t *testing.T) {
+						dstBuf, srcBuf := random(n+extra+1), random(n+1)
+						dst := tokenmask.Mask(dstBuf[offDst : offDst+n+extra])
+						src := tokenmask.Mask(srcBuf[offSrc : offSrc+n])
+						want := append([]uint32(nil), dstBuf...)
+						for i := range n {
+							want[offDst+i] |= src[i]
+						}
+						dst.Or(src)
+						require.Equal(t, want, dstBuf)
+					})
+				}
+			}
+		}
+	}
+}
