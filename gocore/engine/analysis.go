@@ -566,10 +566,11 @@ func (g *unionGraph) components(visit func(members []int32, adj func(int32) []in
 // addClassFirstBytes adds every byte that can start the UTF-8 encoding of a code
 // point of c.
 func addClassFirstBytes(c *class, dst *byteSet) {
-	for b := 0; b < 128; b++ {
-		if c.has(rune(b)) {
-			dst.add(byte(b))
-		}
+	for w := range c.ascii { // an ASCII character is its own first byte
+		dst[w] |= c.ascii[w]
+	}
+	if c.narrow {
+		return // no character of more than one byte
 	}
 	for b := 0xC2; b <= 0xF4; b++ {
 		p, ok := utf8Start(byte(b))

@@ -128,11 +128,14 @@ func newClass(rs []gbnf.Range, neg bool) class {
 	// After ascii, which has reads.
 	c.wide = c.covers(0x80, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
 	c.narrow = !overlapsValid(&c, 0x80, 0x10FFFF)
-	for b := 0; b < 0x80; b++ {
-		if c.has(rune(b)) {
-			k := byteKind(byte(b))
-			c.kinds[k>>6] |= 1 << (k & 63)
-		}
+	// The ASCII kinds are the bytes themselves (byteKind), but for 0x01 and
+	// DEL, kind 0 with NUL: the class's bits, moved there.
+	c.kinds[0] = uint64(c.ascii[0]) | uint64(c.ascii[1])<<32
+	c.kinds[1] = uint64(c.ascii[2]) | uint64(c.ascii[3])<<32
+	c.kinds[0] &^= 1 << 1  // 0x01: kind 0 (kind 1 is kindE2)
+	c.kinds[1] &^= 1 << 63 // DEL: kind 0 (kind 127 is the multi-byte kind)
+	if c.ascii[0]&(1<<1) != 0 || c.ascii[3]>>31 != 0 {
+		c.kinds[0] |= 1
 	}
 	c.hiAll = c.covers(0x80, e2Lo-1) && c.covers(e2Hi+1, 0xD7FF) && c.covers(0xE000, 0x10FFFF)
 	c.hiNone = !overlapsValid(&c, 0x80, e2Lo-1) && !overlapsValid(&c, e2Hi+1, 0x10FFFF)
