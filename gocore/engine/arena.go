@@ -588,12 +588,8 @@ func (a *arena) step(c int32, b byte) int32 {
 	nx := cfgUnknown
 	if t := a.tabs[c]; t != nil {
 		nx = t[b]
-	} else if l := a.lit[c]; l != 0 && uint32(l) != litUnknown {
-		// A literal's configuration (see litOf): its one step.
-		if byte(l>>32) != b {
-			return cfgDead
-		}
-		nx = int32(uint32(l))
+	} else if x, ok := a.litStep(c, b); ok {
+		nx = x
 	}
 	if nx == cfgUnknown {
 		nx = a.stepSlow(c, b)
@@ -610,13 +606,8 @@ func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
 	}
-	if l := a.lit[c]; l != 0 {
-		if byte(l>>32) != b {
-			return cfgDead
-		}
-		if nx := int32(uint32(l)); nx != cfgUnknown {
-			return nx
-		}
+	if nx, ok := a.litStep(c, b); ok && nx != cfgUnknown {
+		return nx
 	}
 	// An ASCII byte's step depends only on which stacks take it: bytes that the
 	// same stacks take (all the letters of an identifier, say) share one
@@ -726,6 +717,20 @@ func (a *arena) litOf(es []entry) uint64 {
 		return 0
 	}
 	return litFlag | uint64(x)<<32 | litUnknown
+}
+
+// litStep answers the step of c on b without a table when c is a literal's
+// configuration (ok; see litOf): cfgDead for any byte but the literal's, else
+// its memoized step (cfgUnknown until computed).
+func (a *arena) litStep(c int32, b byte) (nx int32, ok bool) {
+	l := a.lit[c]
+	if l == 0 {
+		return 0, false
+	}
+	if byte(l>>32) != b {
+		return cfgDead, true
+	}
+	return int32(uint32(l)), true
 }
 
 // unknownRow is a transition table with nothing computed yet.

@@ -179,12 +179,8 @@ func (m *Matcher) walk(nodes []trieNode, start int32, mask tokenmask.Mask, limit
 		var nx int32
 		if t := a.tabs[c]; t != nil && t[nd.b] != cfgUnknown {
 			nx = t[nd.b]
-		} else if l := a.lit[c]; l != 0 && uint32(l) != litUnknown {
-			// A literal's configuration (see arena.litOf): its one step.
-			nx = cfgDead
-			if byte(l>>32) == nd.b {
-				nx = int32(uint32(l))
-			}
+		} else if x, ok := a.litStep(c, nd.b); ok && x != cfgUnknown {
+			nx = x // a literal's configuration (see arena.litOf)
 		} else {
 			nx = a.stepSlow(c, nd.b)
 		}

@@ -600,7 +600,7 @@ func (w *walker) walkTrie(nodes []trieNode, from, to int32, whole bool) bool {
 				}
 				goto descend
 			}
-			if a.narrowCfg(cf) && bits.OnesCount64(need[0])+bits.OnesCount64(need[1]) > 2 {
+			if a.narrowCfg(cf) && kindCount(need) > 2 {
 				// A literal's next character: no run over these kinds, and
 				// the few children it takes are cheaper to walk than to prove
 				// so.
