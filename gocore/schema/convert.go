@@ -89,7 +89,7 @@ func convert(schema []byte, opts []Option) (rules []gbnf.RuleText, parsed *gbnf.
 			rules, parsed, ignored, err = nil, nil, nil, &SchemaError{Msg: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
-	doc, err := decodeJSON(schema)
+	doc, keys, err := decodeJSONKeys(schema)
 	if err != nil {
 		return nil, nil, nil, &SchemaError{Msg: "the schema is not valid JSON: " + err.Error()}
 	}
@@ -104,7 +104,7 @@ func convert(schema []byte, opts []Option) (rules []gbnf.RuleText, parsed *gbnf.
 			return nil, nil, nil, err
 		}
 	}
-	if len(c.extra) > 0 || needsIdentifiers(schema, c.cfg.draft) {
+	if len(c.extra) > 0 || needsIdentifiers(schema, c.cfg.draft, keys) {
 		resolveIdentifiers(doc, c.cfg.draft, c.extra)
 	}
 	expr, err := c.visit(doc, "", "root")

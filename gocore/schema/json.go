@@ -118,6 +118,26 @@ func (o *object) clone() *object {
 // encoding/json does: such a string is invalid UTF-8, which lets the converter
 // refuse it where it would have to be generated (see loneSurrogate).
 func decodeJSON(data []byte) (any, error) {
+	v, _, err := decodeJSONKeys(data)
+	return v, err
+}
+
+// identifierKeys is what decodeJSONKeys saw of the keys that make identifiers
+// worth resolving (see needsIdentifiers).
+type identifierKeys struct {
+	// known is set when the direct scanner read the whole text: only then are
+	// the other fields complete.
+	known bool
+	// anchors: a key "$id", "$anchor", "$dynamicAnchor" or "$dynamicRef", or
+	// a key "$ref" whose value is a string that does not start with '#'
+	anchors bool
+	id      bool // a key "id"
+}
+
+// decodeJSONKeys is decodeJSON, also noting the keys needsIdentifiers looks
+// for (in the same pass over the text, where a separate scan of a large
+// schema for each of them cost as much as decoding it).
+func decodeJSONKeys(data []byte) (any, identifierKeys, error) {
 	// A direct scanner reads valid JSON (nearly every schema) in one pass,
 	// checking as it goes; anything it does not take (invalid JSON, or nested
 	// deeper than maxJSONDepth) goes through encoding/json's tokens, for their
@@ -125,19 +145,20 @@ func decodeJSON(data []byte) (any, error) {
 	r := validJSON{data: data}
 	if v, ok := r.value(0); ok {
 		if r.ws(); r.i == len(data) {
-			return v, nil
+			r.keys.known = true
+			return v, r.keys, nil
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(&jsonReader{dec: dec, data: data}, 0)
 	if err != nil {
-		return nil, err
+		return nil, identifierKeys{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("unexpected data after the JSON value")
+		return nil, identifierKeys{}, fmt.Errorf("unexpected data after the JSON value")
 	}
-	return v, nil
+	return v, identifierKeys{}, nil
 }
 
 const maxJSONDepth = 512
@@ -149,6 +170,7 @@ const maxJSONDepth = 512
 type validJSON struct {
 	data []byte
 	i    int
+	keys identifierKeys
 }
 
 // The scanner's value and str return false for any text that is not JSON (RFC
@@ -196,9 +218,22 @@ func (r *validJSON) value(depth int) (any, bool) {
 				return nil, false
 			}
 			r.i++
+			at := r.next() // where the value starts: '"' for a string
+			vi := r.i
 			v, ok := r.value(depth + 1)
 			if !ok {
 				return nil, false
+			}
+			if len(k) >= 2 && (k[0] == '$' || k == "id") {
+				switch k {
+				case "$id", "$anchor", "$dynamicAnchor", "$dynamicRef":
+					r.keys.anchors = true
+				case "$ref":
+					// as written: an escaped '#' counts as not a fragment
+					r.keys.anchors = r.keys.anchors || at == '"' && vi+1 < len(r.data) && r.data[vi+1] != '#'
+				case "id":
+					r.keys.id = true
+				}
 			}
 			o.set(k, v)
 			switch r.next() {

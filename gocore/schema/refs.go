@@ -79,9 +79,12 @@ type walkedRef struct {
 
 // needsIdentifiers reports whether resolveIdentifiers can change anything: the
 // document has an identifier, an anchor, a dynamic reference or a reference
-// that is not a fragment.
-
-func needsIdentifiers(schema []byte, draft Draft) bool {
+// that is not a fragment. keys is what decoding the schema saw of its keys;
+// without it (a schema the direct scanner did not read) the text is scanned.
+func needsIdentifiers(schema []byte, draft Draft, keys identifierKeys) bool {
+	if keys.known {
+		return keys.anchors || keys.id && (draft == Draft4 || bytes.Contains(schema, []byte(`draft-0`)))
+	}
 	for _, k := range []string{`"$id"`, `"$anchor"`, `"$dynamicAnchor"`, `"$dynamicRef"`} {
 		if bytes.Contains(schema, []byte(k)) {
 			return true

@@ -84,6 +84,34 @@ func TestReferencesResolvedAgainstTheirBase(t *testing.T) {
 			reject: []string{`{"v":1}`},
 		},
 		{
+			// No identifier anywhere: only the reference itself, which is not a
+			// fragment, makes resolution worth running (see needsIdentifiers).
+			name:   `"$ref": "" names the document itself`,
+			schema: `{"type":"object","properties":{"a":{"$ref":""}},"additionalProperties":false}`,
+			accept: []string{`{}`, `{"a":{}}`, `{"a":{"a":{}}}`},
+			reject: []string{`{"a":1}`, `{"b":{}}`},
+		},
+		{
+			name:   "draft-04 id: a reference relative to it",
+			schema: `{"id":"http://ex/root.json","properties":{"a":{"$ref":"root.json#/definitions/b"}},"definitions":{"b":{"type":"integer"}}}`,
+			draft:  schema.Draft4,
+			accept: []string{`{"a":1}`},
+			reject: []string{`{"a":"x"}`},
+		},
+		{
+			name:   `draft-04 location-independent identifier ("id": "#foo")`,
+			schema: `{"allOf":[{"$ref":"#foo"}],"definitions":{"A":{"id":"#foo","type":"integer"}}}`,
+			draft:  schema.Draft4,
+			accept: []string{`1`},
+			reject: []string{`"a"`},
+		},
+		{
+			name:   `"$id" only as a string value and an escaped "#": nothing to resolve, fragments still resolve`,
+			schema: `{"type":"object","properties":{"a":{"$ref":"\u0023/$defs/b"},"c":{"const":"$id"}},"$defs":{"b":{"type":"integer"}}}`,
+			accept: []string{`{"a":1}`, `{"c":"$id"}`},
+			reject: []string{`{"a":"x"}`, `{"c":"id"}`},
+		},
+		{
 			name: "a $dynamicRef whose anchor the root resource declares is static",
 			schema: `{"$id":"http://ex/root","$ref":"list","$defs":{"foo":{"$dynamicAnchor":"items","type":"string"},` +
 				`"list":{"$id":"list","type":"array","items":{"$dynamicRef":"#items"},"$defs":{"items":{"$dynamicAnchor":"items"}}}}}`,
