@@ -98,12 +98,6 @@ func compileOnce(p *parser, defs []ruleDef, recordRefs bool) (*Grammar, error) {
 			return nil, err
 		}
 	}
-	// The index of written rules grows into the index of all rules at once.
-	index := make(map[string]int, len(c.g.Rules))
-	for i, r := range c.g.Rules {
-		index[r.Name] = i
-	}
-	c.g.Index = index
 	return c.g, nil
 }
 
@@ -239,7 +233,7 @@ func (c *compiler) grow(n int, off int) error {
 
 // helper adds a generated rule for written rule owner, positioned at pos, and
 // returns its index. Its name is the owner's with a number, skipping names the
-// grammar already uses. While compiling, c.g.Index holds the written rules only.
+// grammar already uses.
 func (c *compiler) helper(owner int, pos Pos) int {
 	base := c.g.Rules[owner].Name
 	var name string
@@ -253,6 +247,7 @@ func (c *compiler) helper(owner int, pos Pos) int {
 		}
 	}
 	i := len(c.g.Rules)
+	c.g.Index[name] = i
 	c.g.Rules = append(c.g.Rules, Rule{Name: name, Pos: pos})
 	c.owner = append(c.owner, owner)
 	return i
