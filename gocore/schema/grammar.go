@@ -11,8 +11,9 @@ import (
 // builder collects the rules of one grammar: names are unique, and a rule whose
 // body equals an earlier one's reuses it.
 type builder struct {
-	order  []string
-	rules  map[string]string
+	order  []string         // the defined names, in the order first defined
+	bodies []string         // bodies[i] is the body of order[i]
+	rules  map[string]int32 // a defined name -> its index in order
 	byBody map[string]string
 	used   map[string]bool // reserved names
 	size   int             // bytes of rule bodies so far
@@ -30,7 +31,7 @@ type builder struct {
 // newBuilder returns an empty builder whose maps have room for about rules
 // rules (a hint: they grow past it).
 func newBuilder(rules int) *builder {
-	b := &builder{rules: make(map[string]string, rules), byBody: make(map[string]string, rules),
+	b := &builder{rules: make(map[string]int32, rules), byBody: make(map[string]string, rules),
 		used: make(map[string]bool, rules), next: map[string]int{}, classes: map[string]string{}}
 	for n := range primBodies {
 		b.used[n] = true
@@ -71,10 +72,14 @@ func (b *builder) reserve(base string) string {
 
 // define sets the body of a reserved name.
 func (b *builder) define(name, body string) {
-	if _, ok := b.rules[name]; !ok {
+	i, ok := b.rules[name]
+	if !ok {
+		i = int32(len(b.order))
+		b.rules[name] = i
 		b.order = append(b.order, name)
+		b.bodies = append(b.bodies, "")
 	}
-	b.rules[name] = body
+	b.bodies[i] = body
 	b.size += len(name) + len(body) + 6
 	if _, ok := b.byBody[body]; !ok {
 		b.byBody[body] = name
@@ -115,23 +120,31 @@ func (b *builder) fixed(name, body string) string {
 // failed part of the conversion used (an anyOf branch or a $ref target that
 // turned out to accept nothing) are left out.
 func (b *builder) ruleList(root string) []gbnf.RuleText {
-	reach := map[string]bool{root: true}
-	work := []string{root}
+	ri, ok := b.rules[root]
+	if !ok {
+		return []gbnf.RuleText{{Name: root}}
+	}
+	// reachability by index: a reference costs one lookup of its name
+	reach := make([]bool, len(b.order))
+	reach[ri] = true
+	work := []int32{ri}
+	count := 1
 	for len(work) > 0 {
 		n := work[len(work)-1]
 		work = work[:len(work)-1]
-		forEachRef(b.rules[n], func(r string) {
-			if !reach[r] {
-				reach[r] = true
-				work = append(work, r)
+		forEachRef(b.bodies[n], func(r string) {
+			if j, ok := b.rules[r]; ok && !reach[j] {
+				reach[j] = true
+				work = append(work, j)
+				count++
 			}
 		})
 	}
-	out := make([]gbnf.RuleText, 0, len(reach))
-	out = append(out, gbnf.RuleText{Name: root, Body: b.rules[root]})
-	for _, n := range b.order {
-		if n != root && reach[n] {
-			out = append(out, gbnf.RuleText{Name: n, Body: b.rules[n]})
+	out := make([]gbnf.RuleText, 0, count)
+	out = append(out, gbnf.RuleText{Name: root, Body: b.bodies[ri]})
+	for i, n := range b.order {
+		if int32(i) != ri && reach[i] {
+			out = append(out, gbnf.RuleText{Name: n, Body: b.bodies[i]})
 		}
 	}
 	return out
