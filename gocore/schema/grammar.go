@@ -150,6 +150,23 @@ func (b *builder) ruleList(root string) []gbnf.RuleText {
 	return out
 }
 
+// allRules lists every rule defined: root first, then the others in
+// definition order (ruleList's order, without its reachability).
+func (b *builder) allRules(root string) []gbnf.RuleText {
+	ri, ok := b.rules[root]
+	if !ok {
+		return []gbnf.RuleText{{Name: root}}
+	}
+	out := make([]gbnf.RuleText, 0, len(b.order))
+	out = append(out, gbnf.RuleText{Name: root, Body: b.bodies[ri]})
+	for i, n := range b.order {
+		if int32(i) != ri {
+			out = append(out, gbnf.RuleText{Name: n, Body: b.bodies[i]})
+		}
+	}
+	return out
+}
+
 // forEachRef calls f with each rule name an expression refers to (skipping
 // literals, classes and token references).
 func forEachRef(x string, f func(string)) {
