@@ -134,6 +134,7 @@ class Tally:
     masks_us: list[float] = field(default_factory=list)
     wall_s: float = 0.0  # everything the engine did in the run, untimed parts included
     worst: list[tuple[float, str, int]] = field(default_factory=list)  # (µs, schema, mask index)
+    compiles: list[tuple[float, str]] = field(default_factory=list)  # (µs, schema)
 
     def add(self, case: Case, r: Result) -> None:
         self.schemas += 1
@@ -141,6 +142,7 @@ class Tally:
             return
         self.compiled += 1
         self.compile_us.append(r.compile_us)
+        self.compiles.append((r.compile_us, case.name))
         self.masks_us.extend(r.masks_us)
         if r.masks_us:
             i = int(np.argmax(r.masks_us))
@@ -454,6 +456,11 @@ def report(tallies: dict[str, Tally], wall_s: float) -> str:
         if worst:
             lines.append("")
             lines.append(f"slowest masks of {o}: " + ", ".join(f"{s} #{i} {us:.0f} µs" for us, s, i in worst))
+    for n in names:
+        slow = sorted(tallies[n].compiles, reverse=True)[:4]
+        if slow:
+            lines.append("")
+            lines.append(f"slowest compiles of {n}: " + ", ".join(f"{s} {us / 1000:.1f} ms" for us, s in slow))
     lines.append("")
     lines.append(f"wall time {wall_s:.0f} s")
     return "\n".join(lines)
@@ -487,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
                    "invalid_accepted": t.invalid_accepted, "valid_rejected": t.valid_rejected,
                    "mask_us": dict(zip(map(str, PCTS), pcts(t.masks_us))), "masks": len(t.masks_us),
                    "compile_ms": dict(zip(map(str, PCTS), [x / 1000 for x in pcts(t.compile_us)])),
-                   "slowest": sorted(t.worst, reverse=True)[:20]}
+                   "slowest": sorted(t.worst, reverse=True)[:20],
+                   "slowest_compiles": sorted(t.compiles, reverse=True)[:20]}
                for n, t in tallies.items()}
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -27,6 +27,8 @@ def test_bench_peers_smoke() -> None:
     assert all(x > 0 for x in go.masks_us + py.masks_us)
     table = bench_peers.report(tallies, 1.0)
     assert "tether-py/tether-go" in table and "p99.9" in table
+    for n in engines:
+        assert f"slowest compiles of {n}: " in table
     for p in engines[2:]:
         assert tallies[p].schemas == 3 and f"tether-go/{p}" in table
 
