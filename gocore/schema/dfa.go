@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"regexp/syntax"
 	"slices"
 	"sort"
@@ -38,6 +39,10 @@ type dedge struct {
 // maxDFAStates bounds every automaton built here (pattern, product, length):
 // each state becomes a rule, and the grammar must stay cheap to compile.
 const maxDFAStates = 4096
+
+// denseTuples is the most tuple numbers productAll indexes with a table (4
+// bytes each) instead of a map.
+const denseTuples = 1 << 16
 
 // errDFATooLarge says an automaton would exceed maxDFAStates.
 var errDFATooLarge = fmt.Errorf("the automaton would need more than %d states", maxDFAStates)
@@ -351,8 +356,51 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 		// an intersection: a tuple with a rejected component is dead
 		live = func(states []int32) bool { return !slices.Contains(states, -1) }
 	}
-	// a tuple's key, in a buffer reused for every lookup (a lookup with
-	// string(key) copies nothing; only a new tuple's key is copied)
+	// A tuple's key is a number where the tuples can be numbered in 64 bits
+	// (component i's state s is the digit s+1 in base len(ds[i].states)+1, the
+	// count the last digit): the automata multiplied here are small. Where
+	// there are few such numbers the index is a table, else a map; past 64
+	// bits it is a map by the states' bytes.
+	span := uint64(1) // the count's values: 0..maxLen, or 0..minLen when unbounded
+	if maxLen >= 0 {
+		span = uint64(maxLen) + 1
+	} else if counted {
+		span = uint64(minLen) + 1
+	}
+	radix := make([]uint64, n)
+	space, numbered := span, true
+	for i, d := range ds {
+		radix[i] = uint64(len(d.states)) + 1
+		if space > math.MaxUint64/radix[i] {
+			numbered = false
+			break
+		}
+		space *= radix[i]
+	}
+	var dense []int32        // space <= denseTuples
+	var nums map[uint64]int32 // numbered, space > denseTuples
+	var index map[string]int32
+	switch {
+	case numbered && space <= denseTuples:
+		dense = make([]int32, space)
+		for i := range dense {
+			dense[i] = -1
+		}
+	case numbered:
+		nums = map[uint64]int32{}
+	default:
+		index = map[string]int32{}
+	}
+	num := func(states []int32, count int) uint64 {
+		k := uint64(0)
+		for i, s := range states {
+			k = k*radix[i] + uint64(s+1)
+		}
+		return k*span + uint64(count)
+	}
+	// a tuple's key when not numbered, in a buffer reused for every lookup
+	// (a lookup with string(key) copies nothing; only a new tuple's key is
+	// copied)
 	var key []byte
 	keyOf := func(states []int32, count int) []byte {
 		key = key[:0]
@@ -365,21 +413,45 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 		return key
 	}
 	out := &dfa{}
-	index := map[string]int32{}
 	var tuples []tup
+	var flat []int32 // the tuples' states, n per tuple
 	// add returns the state of a tuple (states is copied when it is new)
 	add := func(states []int32, count int) (int32, error) {
-		k := keyOf(states, count)
-		if i, ok := index[string(k)]; ok {
-			return i, nil
+		var k uint64
+		var sk []byte
+		switch {
+		case dense != nil:
+			k = num(states, count)
+			if i := dense[k]; i >= 0 {
+				return i, nil
+			}
+		case nums != nil:
+			k = num(states, count)
+			if i, ok := nums[k]; ok {
+				return i, nil
+			}
+		default:
+			sk = keyOf(states, count)
+			if i, ok := index[string(sk)]; ok {
+				return i, nil
+			}
 		}
 		if len(out.states) >= maxDFAStates {
 			return 0, errDFATooLarge
 		}
 		i := int32(len(out.states))
-		index[string(k)] = i
+		switch {
+		case dense != nil:
+			dense[k] = i
+		case nums != nil:
+			nums[k] = i
+		default:
+			index[string(sk)] = i
+		}
 		out.states = append(out.states, dstate{accept: accept(states) && count >= minLen})
-		tuples = append(tuples, tup{states: slices.Clone(states), count: count})
+		at := len(flat)
+		flat = append(flat, states...)
+		tuples = append(tuples, tup{states: flat[at : at+n : at+n], count: count})
 		return i, nil
 	}
 	if _, err := add(make([]int32, n), 0); err != nil {
@@ -440,10 +512,21 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 // reach an accepting state, renumbered with the start first.
 func (d *dfa) trim() *dfa {
 	n := len(d.states)
-	rev := make([][]int32, n)
+	// predecessors in compressed rows: rev[at[t]:at[t+1]] lead to t
+	at := make([]int32, n+2)
+	for _, st := range d.states {
+		for _, e := range st.edges {
+			at[e.to+2]++
+		}
+	}
+	for t := 2; t < len(at); t++ {
+		at[t] += at[t-1]
+	}
+	rev := make([]int32, at[n+1])
 	for s, st := range d.states {
 		for _, e := range st.edges {
-			rev[e.to] = append(rev[e.to], int32(s))
+			rev[at[e.to+1]] = int32(s)
+			at[e.to+1]++
 		}
 	}
 	good := make([]bool, n)
@@ -457,7 +540,7 @@ func (d *dfa) trim() *dfa {
 	for len(work) > 0 {
 		s := work[len(work)-1]
 		work = work[:len(work)-1]
-		for _, p := range rev[s] {
+		for _, p := range rev[at[s]:at[s+1]] {
 			if !good[p] {
 				good[p] = true
 				work = append(work, p)
@@ -482,16 +565,29 @@ func (d *dfa) trim() *dfa {
 			}
 		}
 	}
+	// the kept edges, carved from one array
+	kept := 0
+	for _, s := range order {
+		for _, e := range d.states[s].edges {
+			if good[e.to] {
+				kept++
+			}
+		}
+	}
+	edges := make([]dedge, 0, kept)
 	out := &dfa{states: make([]dstate, len(order))}
 	for i, s := range order {
 		st := d.states[s]
-		ns := dstate{accept: st.accept}
+		from := len(edges)
 		for _, e := range st.edges {
 			if good[e.to] {
-				ns.edges = append(ns.edges, dedge{e.lo, e.hi, id[e.to]})
+				edges = append(edges, dedge{e.lo, e.hi, id[e.to]})
 			}
 		}
-		out.states[i] = ns
+		out.states[i] = dstate{accept: st.accept}
+		if len(edges) > from {
+			out.states[i].edges = edges[from:len(edges):len(edges)]
+		}
 	}
 	return out
 }

@@ -645,3 +645,70 @@ func TestPatternLengthShared(t *testing.T) {
 		},
 	}})
 }
+
+// TestPatternProductsAgainstRegexp: a string's patterns, the patterns it must
+// not match and its length limits are one product automaton, whose states
+// are found by number (few or many possible tuples) or by their bytes (more
+// tuples than 64 bits count). For products of each kind the grammar's
+// verdict on random strings is Go's regexp verdict and the length check.
+func TestPatternProductsAgainstRegexp(t *testing.T) {
+	// 15 patterns of about 40 states: more tuples than 2^64; after a 'z'
+	// every one matches anything, so only the count ends the string
+	var many []any
+	var manyRe []*regexp.Regexp
+	for i := 0; i < 15; i++ {
+		p := fmt.Sprintf(`^([a-%c]{0,19}|z.*)$`, 'k'+rune(i%8))
+		many = append(many, map[string]any{"pattern": p})
+		manyRe = append(manyRe, regexp.MustCompile(p))
+	}
+	cases := []struct {
+		name     string
+		sch      map[string]any
+		pos, neg []*regexp.Regexp
+		min, max int
+	}{
+		{"few tuples", map[string]any{"type": "string", "pattern": "^[abz]*c", "not": map[string]any{"pattern": "a{3}"}, "minLength": 2, "maxLength": 12},
+			[]*regexp.Regexp{regexp.MustCompile("^[abz]*c")}, []*regexp.Regexp{regexp.MustCompile("a{3}")}, 2, 12},
+		{"over 65,536 tuples", map[string]any{"type": "string", "pattern": "^[a-z]{0,40}$", "not": map[string]any{"pattern": "^a{5,30}$"}, "maxLength": 100},
+			[]*regexp.Regexp{regexp.MustCompile("^[a-z]{0,40}$")}, []*regexp.Regexp{regexp.MustCompile("^a{5,30}$")}, 0, 100},
+		{"over 2^64 tuples", map[string]any{"type": "string", "allOf": many, "maxLength": 30}, manyRe, nil, 0, 30},
+	}
+	r := rand.New(rand.NewSource(11))
+	alphabet := []rune{'a', 'a', 'a', 'b', 'c', 'k', 'r', 'z', 'é'}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			text, err := json.Marshal(tc.sch)
+			require.NoError(t, err)
+			g, ign, err := schema.FromJSONSchema(text)
+			require.NoError(t, err, string(text))
+			require.Empty(t, ign)
+			c := newChecker(t, g)
+			accepted := 0
+			for i := 0; i < 600; i++ {
+				rs := make([]rune, r.Intn(45))
+				for k := range rs {
+					rs[k] = alphabet[r.Intn(len(alphabet))]
+				}
+				switch i % 3 {
+				case 0: // runs of a's, the counted parts of the patterns
+					rs = []rune(strings.Repeat("a", r.Intn(35)) + string(rs[:len(rs)%4]))
+				case 1:
+					rs = append([]rune{'z'}, rs...)
+				}
+				s := string(rs)
+				want := len(rs) >= tc.min && len(rs) <= tc.max
+				for _, re := range tc.pos {
+					want = want && re.MatchString(s)
+				}
+				for _, re := range tc.neg {
+					want = want && !re.MatchString(s)
+				}
+				if want {
+					accepted++
+				}
+				require.Equal(t, want, c.accepts(mustJSON(s)), "%s: %q", text, s)
+			}
+			assert.Greater(t, accepted, 20, "too few accepted strings to judge")
+		})
+	}
+}
