@@ -377,7 +377,7 @@ func productAll(ds []*dfa, accept func(states []int32) bool, live func(states []
 		}
 		space *= radix[i]
 	}
-	var dense []int32        // space <= denseTuples
+	var dense []int32         // space <= denseTuples
 	var nums map[uint64]int32 // numbered, space > denseTuples
 	var index map[string]int32
 	switch {
