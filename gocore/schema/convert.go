@@ -121,6 +121,14 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 	// costs a walk of its references by index instead of a search of every
 	// body's text for names. (A reference the parse drops, as in x{0}, only
 	// sends a grammar to the search.)
+	// Only a recursive grammar can have rules that never finish (a
+	// definition that must contain itself), and only one with a class that
+	// matches nothing can have dead ends: those are checked on the parsed
+	// grammar (checkProductive).
+	check := func(rules []gbnf.RuleText) bool {
+		return c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) })
+	}
+	checked := false
 	if parse {
 		all := c.b.allRules("root")
 		// The checks gbnf.Parse makes that cannot fail here are skipped: the
@@ -128,20 +136,27 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 		// does not go through checkProductive has no dead end (no
 		// recursion, no class that matches nothing). engine.Compile makes
 		// its own.
-		if g, err := gbnf.ParseRules(all, gbnf.AllowDeadEnds(), gbnf.AssumeNoLeftRecursion()); err == nil && reachesAll(g, len(all)) {
-			rules, parsed = all, g
+		if g, err := gbnf.ParseRules(all, gbnf.AllowDeadEnds(), gbnf.AssumeNoLeftRecursion()); err == nil {
+			if check(all) {
+				// its walk of the reachable rules tells whether all are
+				p, ok, err := c.checkProductive(all, g, len(all))
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if ok {
+					rules, parsed, checked = all, p, true
+				}
+			} else if reachesAll(g, len(all)) {
+				rules, parsed = all, g
+			}
 		}
 	}
 	if rules == nil {
 		rules = c.b.ruleList("root")
 	}
 	c.b = nil
-	// Only a recursive grammar can have rules that never finish (a
-	// definition that must contain itself), and only one with a class that
-	// matches nothing can have dead ends: those are checked on the parsed
-	// grammar.
-	if c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) }) {
-		if parsed, err = c.checkProductive(rules, parsed); err != nil {
+	if !checked && check(rules) {
+		if parsed, _, err = c.checkProductive(rules, nil, 0); err != nil {
 			return nil, nil, nil, err
 		}
 	} else if parse && parsed == nil {
@@ -1058,11 +1073,16 @@ const parallelCheckFrom = 1024
 // It returns the parsed grammar: its checks are gbnf.Parse's dead-end check (a
 // reachable rule that derives nothing, a reachable class that matches nothing;
 // the converter writes no raw bytes), so the grammar is what gbnf.Parse returns.
-func (c *conv) checkProductive(rules []gbnf.RuleText, g *gbnf.Grammar) (*gbnf.Grammar, error) {
+//
+// g is the grammar parsed, or nil to parse rules. With written > 0 the root
+// must reach the first written rules (every rule defined, see convert):
+// where it does not, checkProductive reports !reached and checks nothing.
+// (The walk reads all the rules the root reaches before any check, so that
+// its verdicts are those of the grammar without the rules left over.)
+func (c *conv) checkProductive(rules []gbnf.RuleText, g *gbnf.Grammar, written int) (parsed *gbnf.Grammar, reached bool, err error) {
 	if g == nil {
-		var err error
 		if g, err = gbnf.ParseRules(rules, gbnf.AllowDeadEnds(), gbnf.AssumeNoLeftRecursion()); err != nil {
-			return nil, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
+			return nil, false, &SchemaError{Msg: "internal error: the generated grammar does not parse: " + err.Error()}
 		}
 	}
 	// Productivity (a fixpoint over the rules) and the walk of the rules the root
@@ -1078,10 +1098,13 @@ func (c *conv) checkProductive(rules []gbnf.RuleText, g *gbnf.Grammar) (*gbnf.Gr
 	// matches nothing.
 	emptyClass := false
 	seen := gbnf.WalkReachable(g, g.Root, func(_, _, _ int, e *gbnf.Element) bool {
-		emptyClass = e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated)
-		return !emptyClass
+		emptyClass = emptyClass || e.Kind == gbnf.Char && gbnf.ClassEmpty(e.Ranges, e.Negated)
+		return true
 	})
 	wait()
+	if written > 0 && slices.Contains(seen[:written], false) {
+		return nil, false, nil
+	}
 	ptrs := make([]string, 0, len(c.refs))
 	for p := range c.refs {
 		ptrs = append(ptrs, p)
@@ -1089,14 +1112,14 @@ func (c *conv) checkProductive(rules []gbnf.RuleText, g *gbnf.Grammar) (*gbnf.Gr
 	sort.Strings(ptrs)
 	for _, p := range ptrs {
 		if i, ok := g.Index[c.refs[p]]; ok && !productive[i] {
-			return nil, c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
+			return nil, false, c.errorf("$ref", p, "this schema accepts no finite instance: every instance would have to contain another instance of it")
 		}
 	}
 	if !productive[g.Root] {
 		if !c.recursive {
-			return nil, c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
+			return nil, false, c.errorf("", "", "the schema accepts no instance (a pattern that matches nothing?)")
 		}
-		return nil, c.errorf("", "", "the schema accepts no finite instance")
+		return nil, false, c.errorf("", "", "the schema accepts no finite instance")
 	}
 	// a rule reachable from the root that derives nothing, or a class there
 	// that matches nothing, is a dead end: a model could start it and never
@@ -1106,9 +1129,9 @@ func (c *conv) checkProductive(rules []gbnf.RuleText, g *gbnf.Grammar) (*gbnf.Gr
 		deadEnd = deadEnd || ok && !productive[r]
 	}
 	if deadEnd {
-		return nil, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
+		return nil, false, c.errorf("", "", "a part of this schema accepts no value (a pattern that matches nothing?); the grammar would let a model start it and never finish")
 	}
-	return g, nil
+	return g, true, nil
 }
 
 // rewriteNot expresses "not x" as a positive schema where that is exact:

@@ -37,6 +37,7 @@ func TestGrammarIsParseOfText(t *testing.T) {
 		`{"multipleOf":0.0001}`,
 		`{"patternProperties":{"[0-9]{2,}":{"type":"boolean"},"X_":{"type":"string"}}}`,
 		`{"prefixItems":[true],"contains":{"type":"string"},"unevaluatedItems":false}`,
+		`{"type":"object","properties":{"n":{"multipleOf":0.0001},"next":{"$ref":"#"}}}`, // and recursive
 	}
 	f, err := os.Open(testdata.Shared(t, "jsonschemabench/maskbench-dev.jsonl"))
 	require.NoError(t, err)
