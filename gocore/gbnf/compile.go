@@ -37,7 +37,7 @@ func compile(p *parser, defs []ruleDef) (*Grammar, error) {
 func compileOnce(p *parser, defs []ruleDef, recordRefs bool) (*Grammar, error) {
 	c := &compiler{
 		p:          p,
-		g:          &Grammar{Index: make(map[string]int, len(defs))},
+		g:          &Grammar{Index: make(map[string]int, len(defs)+len(defs)/4+16)}, // room for helper rules
 		counter:    make(map[int]int),
 		charOff:    make(map[*Range]int),
 		maxElems:   p.cfg.maxElements,
