@@ -114,13 +114,6 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 	// a big schema's parse below then grows the heap less.
 	c.root, c.extra, c.strings, c.flatMemo, c.regions, c.runeExprs, c.regexps = nil, nil, nil, nil, nil, nil, nil
 	c.b.byBody, c.b.used, c.b.next, c.b.classes, c.b.names = nil, nil, nil, nil, nil
-	// The grammar lists the rules the root reaches. Nearly always that is
-	// every rule defined (all but 20 of the 4,594 grammars of the dev split
-	// and the official suite): then the rules are parsed as they were
-	// defined, and the parsed grammar shows that the root reaches each, which
-	// costs a walk of its references by index instead of a search of every
-	// body's text for names. (A reference the parse drops, as in x{0}, only
-	// sends a grammar to the search.)
 	// Only a recursive grammar can have rules that never finish (a
 	// definition that must contain itself), and only one with a class that
 	// matches nothing can have dead ends: those are checked on the parsed
@@ -129,6 +122,13 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 		return c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) })
 	}
 	checked := false
+	// The grammar lists the rules the root reaches (ruleList). Nearly always
+	// that is every rule defined (all but 20 of the 4,594 grammars of the dev
+	// split and the official suite): then the rules are parsed as they were
+	// defined, and the parsed grammar shows that the root reaches each, which
+	// costs a walk of its references by index instead of a search of every
+	// body's text for names. (A reference the parse drops, as in x{0}, only
+	// sends a grammar to the search.)
 	if parse {
 		all := c.b.allRules("root")
 		// The checks gbnf.Parse makes that cannot fail here are skipped: the
@@ -167,8 +167,8 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 	return rules, parsed, c.ignored, nil
 }
 
-// reachesAll reports whether the root of g (rule 0) reaches each of its first
-// n rules (those written) through references.
+// reachesAll reports whether the root of g reaches each of its first n rules
+// (those written) through references.
 func reachesAll(g *gbnf.Grammar, n int) bool {
 	seen := make([]bool, len(g.Rules))
 	seen[g.Root] = true
