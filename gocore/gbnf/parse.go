@@ -125,10 +125,10 @@ func Text(rules []RuleText) string {
 
 // ParseRules parses a grammar given rule by rule, without making its text: the
 // grammar is what Parse(Text(rules), opts...) returns, and so is an error about
-// the rules' contents (with its line and column in that text), except for a
-// body that leaves a literal, class, token or parenthesis open: that is an
-// error here, where Parse may read on into the next lines (a literal may hold
-// a line break). A program that builds a grammar rule by rule (the JSON Schema
+// the rules' contents (with its line and column in that text). A body that
+// leaves a literal, class, token, group or count open is read on into the next
+// lines, as Parse reads it, for Parse's error; where that reading closes what
+// was open (a literal may hold a line break), the body is an error here. A program that builds a grammar rule by rule (the JSON Schema
 // converter) saves writing the text and scanning it again for names and lines.
 //
 // Each rule must stand on its own line: a name of ASCII letters, digits and
@@ -185,15 +185,18 @@ func ParseRules(rules []RuleText, opts ...Option) (*Grammar, error) {
 		p.src, p.base, p.rule = r.Body, p.starts[i], r.Name
 		alts, err := p.parseBody()
 		if err != nil {
-			// A body that breaks off (a literal, class or escape left open)
-			// is read again with the line break it has in the text, for the
-			// error Parse gives. (A body that does not break off is never
-			// read past its end.)
-			p.src, p.rereading = r.Body+"\n", true
-			if i+1 < len(rules) {
-				p.next = rules[i+1].Name
+			// A body that breaks off (a literal, class, escape, group or
+			// count left open) is read again as Parse reads it: on past its
+			// line break into the text of the rules after it, for the error
+			// Parse gives. Where that reading closes what was open (a
+			// literal that ends on a later line), the rules are not
+			// ParseRules' to take: the first error stands. (A body that
+			// does not break off is never read past its end.)
+			first := err
+			p.src, p.rereading = r.Body+"\n"+Text(rules[i+1:]), true
+			if _, err = p.parseBody(); err == nil {
+				err = first
 			}
-			_, err = p.parseBody()
 			return nil, err
 		}
 		defs = append(defs, ruleDef{name: r.Name, off: p.lines[i], alts: alts})
@@ -280,10 +283,7 @@ type parser struct {
 	// Text(rules) (for textAt once parsing is over)
 	rules  []RuleText
 	starts []int
-	// next, while ParseRules reads a broken body again with its line break:
-	// the first rule name after it in the text ("" for the last rule), what
-	// Parse finds past that line break.
-	next      string
+	// rereading: ParseRules reads a broken body again, with the text after it
 	rereading bool
 	cfg       *config
 	lines     []int // byte offsets where lines start
@@ -403,11 +403,8 @@ func (p *parser) checkUTF8() error {
 func (p *parser) describe(off int) string {
 	if off >= len(p.src) {
 		switch {
-		case p.rules == nil || p.rereading && p.next == "":
+		case p.rules == nil || p.rereading:
 			return "end of input"
-		case p.rereading:
-			// past the body's line break: the next rule's name
-			return strconv.Quote(p.next[:1])
 		}
 		return strconv.Quote("\n") // in the text, a body ends its line
 	}

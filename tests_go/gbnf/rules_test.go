@@ -165,6 +165,14 @@ func TestParseRulesErrorPastTheLineBreak(t *testing.T) {
 	}{
 		{[]gbnf.RuleText{{Name: "root", Body: "(x{0#1"}, {Name: "x", Body: `"x"`}}, `2:1: expected "," or "}" after the repetition count, found "x"`},
 		{[]gbnf.RuleText{{Name: "root", Body: "x"}, {Name: "x", Body: `("x"{2#1`}}, `3:1: expected "," or "}" after the repetition count, found end of input`},
+		// Parse reads the next rule's name as the count (a name may be
+		// digits), then fails at its "::=" (found by FuzzParseRules)
+		{[]gbnf.RuleText{{Name: "0", Body: `(""{`}, {Name: "0", Body: "0"}}, `2:3: expected "," or "}" after the repetition count, found "::="`},
+		// a group left open reads on to the end of the text
+		{[]gbnf.RuleText{{Name: "root", Body: `("a"`}, {Name: "b", Body: `"b"`}}, `2:3: expected ")" to close the "(" at 1:10, found "::="`},
+		// a literal that the next line closes: Parse takes the text as one
+		// rule; ParseRules refuses the body it was given
+		{[]gbnf.RuleText{{Name: "root", Body: `"a`}, {Name: "b", Body: `x"`}}, `1:10: unterminated string literal: no closing '"'`},
 	} {
 		_, err := gbnf.ParseRules(c.rules)
 		require.Error(t, err)
