@@ -251,9 +251,10 @@ func elementEmpty(e *Element) bool {
 	return false
 }
 
-// walkReachable calls visit for every element of every rule that root reaches
+// WalkReachable calls visit for every element of every rule that root reaches
 // through references (depth first; a rule's elements in order, then the rules they
-// reach), until visit returns false, and returns the rules it reached.
+// reach), until visit returns false, and returns the rules it reached. With a
+// nil visit it only finds them.
 func WalkReachable(g *Grammar, root int, visit func(rule, alt, elem int, e *Element) bool) []bool {
 	seen := make([]bool, len(g.Rules))
 	seen[root] = true
@@ -264,7 +265,7 @@ func WalkReachable(g *Grammar, root int, visit func(rule, alt, elem int, e *Elem
 		for a, alt := range g.Rules[r].Alts {
 			for i := range alt {
 				e := &alt[i]
-				if !visit(r, a, i, e) {
+				if visit != nil && !visit(r, a, i, e) {
 					return seen
 				}
 				if (e.Kind == RuleRef || e.Kind == Repeat) && e.Rule >= 0 && int(e.Rule) < len(g.Rules) && !seen[e.Rule] {

@@ -128,8 +128,9 @@ func Text(rules []RuleText) string {
 // the rules' contents (with its line and column in that text). A body that
 // leaves a literal, class, token, group or count open is read on into the next
 // lines, as Parse reads it, for Parse's error; where that reading closes what
-// was open (a literal may hold a line break), the body is an error here. A program that builds a grammar rule by rule (the JSON Schema
-// converter) saves writing the text and scanning it again for names and lines.
+// was open (a literal may hold a line break), the body is an error here. A
+// program that builds a grammar rule by rule (the JSON Schema converter) saves
+// writing the text and scanning it again for names and lines.
 //
 // Each rule must stand on its own line: a name of ASCII letters, digits and
 // '-', and a body that holds no line break, is not blank and does not end with

@@ -121,7 +121,9 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 	check := func(rules []gbnf.RuleText) bool {
 		return c.recursive || slices.ContainsFunc(rules, func(r gbnf.RuleText) bool { return strings.Contains(r.Body, noMatch) })
 	}
-	checked := false
+	// settled: checkProductive ran on the grammar kept, or check said it
+	// need not
+	settled := false
 	// The grammar lists the rules the root reaches (ruleList). Nearly always
 	// that is every rule defined (all but 20 of the 4,594 grammars of the dev
 	// split and the official suite): then the rules are parsed as they were
@@ -144,10 +146,10 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 					return nil, nil, nil, err
 				}
 				if ok {
-					rules, parsed, checked = all, p, true
+					rules, parsed, settled = all, p, true
 				}
 			} else if reachesAll(g, len(all)) {
-				rules, parsed = all, g
+				rules, parsed, settled = all, g, true
 			}
 		}
 	}
@@ -155,7 +157,7 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 		rules = c.b.ruleList("root")
 	}
 	c.b = nil
-	if !checked && check(rules) {
+	if !settled && check(rules) {
 		if parsed, _, err = c.checkProductive(rules, nil, 0); err != nil {
 			return nil, nil, nil, err
 		}
@@ -170,29 +172,7 @@ func convert(schema []byte, opts []Option, parse bool) (rules []gbnf.RuleText, p
 // reachesAll reports whether the root of g reaches each of its first n rules
 // (those written) through references.
 func reachesAll(g *gbnf.Grammar, n int) bool {
-	seen := make([]bool, len(g.Rules))
-	seen[g.Root] = true
-	work := []int32{int32(g.Root)}
-	count := 0
-	if g.Root < n {
-		count = 1
-	}
-	for len(work) > 0 {
-		r := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, alt := range g.Rules[r].Alts {
-			for i := range alt {
-				if e := &alt[i]; (e.Kind == gbnf.RuleRef || e.Kind == gbnf.Repeat) && e.Rule >= 0 && !seen[e.Rule] {
-					seen[e.Rule] = true
-					work = append(work, e.Rule)
-					if int(e.Rule) < n {
-						count++
-					}
-				}
-			}
-		}
-	}
-	return count == n
+	return !slices.Contains(gbnf.WalkReachable(g, g.Root, nil)[:n], false)
 }
 
 // conv is the state of one conversion.

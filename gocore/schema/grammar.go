@@ -140,14 +140,7 @@ func (b *builder) ruleList(root string) []gbnf.RuleText {
 			}
 		})
 	}
-	out := make([]gbnf.RuleText, 0, count)
-	out = append(out, gbnf.RuleText{Name: root, Body: b.bodies[ri]})
-	for i, n := range b.order {
-		if int32(i) != ri && reach[i] {
-			out = append(out, gbnf.RuleText{Name: n, Body: b.bodies[i]})
-		}
-	}
-	return out
+	return b.list(ri, reach, count)
 }
 
 // allRules lists every rule defined: root first, then the others in
@@ -157,11 +150,17 @@ func (b *builder) allRules(root string) []gbnf.RuleText {
 	if !ok {
 		return []gbnf.RuleText{{Name: root}}
 	}
-	out := make([]gbnf.RuleText, 0, len(b.order))
-	out = append(out, gbnf.RuleText{Name: root, Body: b.bodies[ri]})
-	for i, n := range b.order {
-		if int32(i) != ri {
-			out = append(out, gbnf.RuleText{Name: n, Body: b.bodies[i]})
+	return b.list(ri, nil, len(b.order))
+}
+
+// list lists rule ri, then the other rules in definition order that keep
+// holds (all of them when keep is nil); n is how many that makes.
+func (b *builder) list(ri int32, keep []bool, n int) []gbnf.RuleText {
+	out := make([]gbnf.RuleText, 0, n)
+	out = append(out, gbnf.RuleText{Name: b.order[ri], Body: b.bodies[ri]})
+	for i, name := range b.order {
+		if int32(i) != ri && (keep == nil || keep[i]) {
+			out = append(out, gbnf.RuleText{Name: name, Body: b.bodies[i]})
 		}
 	}
 	return out

@@ -126,7 +126,7 @@ func decodeJSON(data []byte) (any, error) {
 // worth resolving (see needsIdentifiers).
 type identifierKeys struct {
 	// known is set when the direct scanner read the whole text: only then are
-	// the other fields complete.
+	// the other fields complete (see needsIdentifiers).
 	known bool
 	// anchors: a key "$id", "$anchor", "$dynamicAnchor" or "$dynamicRef", or
 	// a key "$ref" whose value is a string that does not start with '#'

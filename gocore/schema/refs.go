@@ -79,42 +79,14 @@ type walkedRef struct {
 
 // needsIdentifiers reports whether resolveIdentifiers can change anything: the
 // document has an identifier, an anchor, a dynamic reference or a reference
-// that is not a fragment. keys is what decoding the schema saw of its keys;
-// without it (a schema the direct scanner did not read) the text is scanned.
+// that is not a fragment, as decoding it saw its keys. A schema the direct
+// scanner did not read (only one nested too deep, which decoding refuses
+// anyway) resolves them regardless.
 func needsIdentifiers(schema []byte, draft Draft, keys identifierKeys) bool {
-	if keys.known {
-		return keys.anchors || keys.id && (draft == Draft4 || bytes.Contains(schema, []byte(`draft-0`)))
-	}
-	for _, k := range []string{`"$id"`, `"$anchor"`, `"$dynamicAnchor"`, `"$dynamicRef"`} {
-		if bytes.Contains(schema, []byte(k)) {
-			return true
-		}
-	}
-	if bytes.Contains(schema, []byte(`"id"`)) && (draft == Draft4 || bytes.Contains(schema, []byte(`draft-0`))) {
+	if !keys.known {
 		return true
 	}
-	return hasNonFragmentRef(schema, `"$ref"`) || hasNonFragmentRef(schema, `"$dynamicRef"`)
-}
-
-// hasNonFragmentRef reports whether key is followed, after a colon, by a
-// string that does not start with "#" somewhere in schema (a scan, not a
-// parse: it may say yes for text inside a string, which only costs the
-// resolution pass).
-func hasNonFragmentRef(schema []byte, key string) bool {
-	for i := 0; ; {
-		j := bytes.Index(schema[i:], []byte(key))
-		if j < 0 {
-			return false
-		}
-		k := i + j + len(key)
-		for k < len(schema) && (schema[k] == ' ' || schema[k] == '\t' || schema[k] == '\n' || schema[k] == '\r' || schema[k] == ':') {
-			k++
-		}
-		if k+1 < len(schema) && schema[k] == '"' && schema[k+1] != '#' {
-			return true
-		}
-		i = k
-	}
+	return keys.anchors || keys.id && (draft == Draft4 || bytes.Contains(schema, []byte(`draft-0`)))
 }
 
 // resource is a document given by WithResources.
