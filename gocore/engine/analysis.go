@@ -432,13 +432,19 @@ func (gr *Grammar) computeFollow(nullable []bool) {
 			gr.followKinds[r] = gr.followKinds[r-1]
 			continue
 		}
-		for w, word := range follow[r] {
-			for ; word != 0; word &= word - 1 {
-				k := byteKind(byte(w*32 + bits.TrailingZeros32(word)))
-				gr.followKinds[r][k>>6] |= 1 << (k & 63)
-			}
+		gr.followKinds[r] = byteKinds(&follow[r])
+	}
+}
+
+// byteKinds returns the set of the byte kinds (see byteKind) of the bytes in s.
+func byteKinds(s *byteSet) (kinds [2]uint64) {
+	for w, word := range s {
+		for ; word != 0; word &= word - 1 {
+			k := byteKind(byte(w*32 + bits.TrailingZeros32(word)))
+			kinds[k>>6] |= 1 << (k & 63)
 		}
 	}
+	return kinds
 }
 
 // unionGraph is a dependency graph between rules for set unions: an edge r -> s

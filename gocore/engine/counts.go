@@ -129,7 +129,8 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 			m = min(m, x, y)
 		}
 	}
-	if fs, fb := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]], &g.follow[g.ruleOf[sib.elems[len(sib.elems)-1]]]; *fs != *fb {
+	fs := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]
+	if fb := &g.follow[g.ruleOf[sib.elems[len(sib.elems)-1]]]; *fs != *fb {
 		// The deepest levels' rules differ in what may follow them (one
 		// chain's rules all share their follow set; this is a guard).
 		return nil
@@ -157,7 +158,7 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 	if len(walk) == 0 {
 		par.uncList = []int32{} // walked (none): still the list form
 	}
-	return g.analyze(a, s, par)
+	return g.analyze(a, s, par, fs)
 }
 
 // mergeSorted returns the union of the sorted, disjoint lists x and y, sorted.

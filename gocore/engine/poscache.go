@@ -281,8 +281,9 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 		// Cheap to analyze (one first byte or two): not worth a fingerprint.
 		share = false
 	}
+	follow := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]
 	if share {
-		key, share = g.fingerprint(s)
+		key, share = g.fingerprint(s, follow)
 	}
 	if share {
 		if pc := sh.get(key); pc != nil {
@@ -304,8 +305,15 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 	if parent == nil {
 		pc = g.fromCountSibling(a, s)
 	}
+	if pc == nil && parent == nil && share {
+		if wide, ok := coreFollow(follow); ok {
+			if core := g.sharedCore(a, s, &wide); core != nil {
+				pc = g.analyze(a, s, core, follow)
+			}
+		}
+	}
 	if pc == nil {
-		pc = g.analyze(a, s, parent)
+		pc = g.analyze(a, s, parent, follow)
 	}
 	sh.analyses.Add(1)
 	g.putArena(a)
@@ -368,7 +376,10 @@ func (g *Grammar) putArena(a *arena) {
 // rule's follow set, so it dies there too. The walk is per token (a verdict depends
 // only on the path to the token), so walking the parent's trie of uncertain tokens
 // gives those tokens the verdicts a walk of the whole trie would.
-func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
+//
+// follow is the set of bytes that may follow the deepest level's rule: the rule's
+// own (g.follow), or a superset of it for a core (see sharedCore).
+func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache, follow *byteSet) *posCache {
 	t := g.trie
 	words := tokenmask.Words(g.size)
 	w := &walker{
@@ -376,8 +387,11 @@ func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache) *posCache {
 		cfg:         make([]int32, t.maxDepth+1),
 		exits:       make([]uint8, t.maxDepth+1),
 		chars:       make([]uint16, t.maxDepth+1),
-		follow:      &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]],
+		follow:      follow,
 		followKinds: g.followKinds[g.ruleOf[s.elems[len(s.elems)-1]]],
+	}
+	if own := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]; *follow != *own {
+		w.followKinds = byteKinds(follow)
 	}
 	if !s.bottom && len(s.elems) < maxKeyDepth {
 		w.abortAt = max(len(t.order)/maxParentUncertainDiv, maxUncertain)

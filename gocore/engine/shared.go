@@ -161,11 +161,14 @@ func (pc *posCache) bytes() int64 {
 // ok is false when what the slot reaches is larger than maxFingerprintBytes
 // written out: writing it out would cost more than analyzing most such slots, and
 // so large a structure (much of one big schema) is rarely met again.
-func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
+//
+// follow is the follow set written for the deepest level's rule (the rule's own,
+// or the wider set of a core, see coreFollow).
+func (g *Grammar) fingerprint(s *posSlot, follow *byteSet) (key fingerprint, ok bool) {
 	budget := g.tokenReach(s)
 	sc := g.fpScratch()
 	defer g.fpPool.Put(sc)
-	b := append(sc.b[:0], 'P', 4) // format version
+	b := append(sc.b[:0], 'P', 5) // format version
 	defer func() { sc.b = b[:0] }()
 	b = binary.AppendUvarint(b, uint64(g.opts.maxStacks))
 	b = binary.AppendUvarint(b, uint64(g.opts.maxWork))
@@ -176,7 +179,7 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 	} else {
 		b = append(b, 0)
 	}
-	for _, w := range g.follow[g.ruleOf[s.elems[len(s.elems)-1]]] {
+	for _, w := range follow {
 		b = binary.LittleEndian.AppendUint32(b, w)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.elems)))
@@ -216,8 +219,10 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 		sc.dist[r] = d
 		buckets[d] = append(buckets[d], r)
 	}
-	run := func(i, d int32) {
-		for ; len(b) <= maxFingerprintBytes; i++ {
+	// counted: the first element run is a counter level of the slot, whose
+	// counts were written above.
+	run := func(i, d int32, counted bool) {
+		for first := true; len(b) <= maxFingerprintBytes; i, first = i+1, false {
 			e := g.elems[i]
 			if e.op == opEnd {
 				b = append(b, 'E')
@@ -250,11 +255,16 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 			case opRepeat:
 				b = append(b, 'N')
 				b = binary.AppendUvarint(b, uint64(localOf(e.arg)))
-				// Counts clamped as in slot keys: a walk of at most L bytes
-				// tells no counts above L+1 apart (see clampCount), so
-				// `char{0,4096}` and `char{0,8192}` share their analyses.
-				b = binary.AppendUvarint(b, uint64(g.clampCount(e.lo)))
-				b = binary.AppendUvarint(b, uint64(g.clampCount(e.hi)))
+				if !first || !counted {
+					// Counts clamped as in slot keys: a walk of at most L bytes
+					// tells no counts above L+1 apart (see clampCount), so
+					// `char{0,4096}` and `char{0,8192}` share their analyses.
+					// A counter level's bounds are not read: its counts are
+					// what it has left, and a counter starting afresh comes
+					// from a rule, which is written out in full.
+					b = binary.AppendUvarint(b, uint64(g.clampCount(e.lo)))
+					b = binary.AppendUvarint(b, uint64(g.clampCount(e.hi)))
+				}
 				enter(e.arg, d)
 				// d stays: a frame on the counter may need no more rounds.
 			case opByte:
@@ -280,7 +290,7 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 	}
 	var d int32
 	for _, el := range s.elems {
-		run(el, min(d, budget+1))
+		run(el, min(d, budget+1), s.cnts != nil && g.elems[el].op == opRepeat)
 		d = min(d+g.minRest[el], minCap)
 	}
 	for d := int32(0); d <= budget && len(b) <= maxFingerprintBytes; d++ {
@@ -295,7 +305,7 @@ func (g *Grammar) fingerprint(s *posSlot) (key fingerprint, ok bool) {
 			b = binary.AppendUvarint(b, uint64(sc.local[r]))
 			b = binary.AppendUvarint(b, uint64(len(alts)))
 			for _, alt := range alts {
-				run(alt, d)
+				run(alt, d, false)
 			}
 		}
 	}
@@ -365,3 +375,71 @@ func (g *Grammar) tokenReach(s *posSlot) int32 {
 // maxFingerprintBytes bounds the structure a fingerprint writes out (see
 // fingerprint).
 const maxFingerprintBytes = 8 << 10
+
+// Cores: one analysis for the follow sets of JSON values.
+//
+// A slot's fingerprint holds the follow set of its deepest rule, since a token
+// that leaves the frame is uncertain or rejected by its next byte. The same string
+// or number frame is followed by `,` in one schema, `}` in another and by either
+// in a third, so the three keys differ and each grammar walks the whole trie for
+// its own. But the analysis with a wider follow set differs from the rule's own
+// only in the tokens that leave the frame: it accepts the same tokens (those that
+// stay inside the frame or end where it ends do not read the follow set), rejects
+// a subset of the same (a token rejected under the wider set has no path out of
+// the frame at all), and leaves the rest uncertain. So it is a valid parent of the
+// slot's own analysis (see analyze): walking its uncertain tokens with the rule's
+// follow set gives the exact split. That analysis, the core, is shared under a key
+// with the wider set, coreBytes, for every follow set inside it: the bytes that
+// follow JSON values and keys.
+
+// coreBytes is the follow set of a core (see above): whitespace and the bytes
+// that end a JSON value or key.
+var coreBytes = func() (s byteSet) {
+	for _, b := range []byte("\t\n\r ,:]}") {
+		s.add(b)
+	}
+	return s
+}()
+
+// coreFollow returns the follow set of the core of a slot whose deepest rule is
+// followed by follow, and whether the slot has a core: follow lies inside
+// coreBytes and is not all of it (then the slot is its own core).
+func coreFollow(follow *byteSet) (byteSet, bool) {
+	if *follow == coreBytes {
+		return coreBytes, false
+	}
+	for i, w := range follow {
+		if w&^coreBytes[i] != 0 {
+			return byteSet{}, false
+		}
+	}
+	return coreBytes, true
+}
+
+// sharedCore returns the core of slot s (its analysis with follow set wide, see
+// above) from the vocabulary's shared table, analyzing it in arena a and sharing
+// it when it is not there yet; nil when the core cannot serve as a parent (its
+// analysis met a limit or stopped early) or its key is too large.
+func (g *Grammar) sharedCore(a *arena, s *posSlot, wide *byteSet) *posCache {
+	sh := g.trie.shared
+	key, ok := g.fingerprint(s, wide)
+	if !ok {
+		return nil
+	}
+	pc := sh.get(key)
+	if pc != nil {
+		sh.hits.Add(1)
+	} else {
+		sh.misses.Add(1)
+		pc = g.analyze(a, s, nil, wide)
+		sh.analyses.Add(1)
+		if pc.overflow != nil {
+			return nil
+		}
+		sh.put(key, pc)
+	}
+	if pc.overflow != nil || pc.truncated || len(pc.uncList) > maxDerivedList {
+		return nil // analyze would walk the whole trie again
+	}
+	return pc
+}

@@ -321,3 +321,61 @@ func walkMatches(gr *engine.Grammar, v *vocab.Vocab, text string, want [][]uint3
 	}
 	return nil
 }
+
+// TestSharedCacheCoreAcrossFollowSets: the same string frame followed by ","
+// in one grammar, by "]" in another and by either in a third is analyzed once
+// (under the follow set of a core, see engine's shared.go); each grammar derives
+// its own split from it, so each keeps its own masks: inside the string, `",` is
+// allowed where a comma follows and `"]` where a bracket does. The vocabulary is
+// the test's own, so earlier tests' caches cannot answer.
+func TestSharedCacheCoreAcrossFollowSets(t *testing.T) {
+	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+	require.NoError(t, err)
+	str := "str ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
+	grammars := []string{
+		"root ::= \"{\\\"a\\\":\" str \",\\\"b\\\":1}\"\n" + str,
+		"root ::= \"[\" str \"]\"\n" + str,
+		"root ::= \"[\" str (\",\" str)* \"]\"\n" + str,
+	}
+	texts := []string{`{"a":"some text`, `["some text`, `["some text`}
+	comma, ok := v.TokenID(`",`)
+	require.True(t, ok)
+	bracket, ok := v.TokenID(`"]`)
+	require.True(t, ok)
+	has := func(m []uint32, id int) bool { return m[id/32]>>(id%32)&1 == 1 }
+	for i, src := range grammars {
+		s, u := sharedPair(t, src, v)
+		before := s.SharedCacheStats()
+		sameMasks(t, s, u, texts[i])
+		after := s.SharedCacheStats()
+		if i > 0 {
+			require.Greater(t, after.Hits, before.Hits, "grammar %d reused no analysis of the string", i)
+		}
+		m := s.NewMatcher()
+		require.NoError(t, m.AcceptBytes([]byte(texts[i])))
+		mask := make([]uint32, (v.Size()+31)/32)
+		require.NoError(t, m.FillMask(mask))
+		require.Equal(t, i != 1, has(mask, comma), "grammar %d: %q allowed", i, `",`)
+		require.Equal(t, i != 0, has(mask, bracket), "grammar %d: %q allowed", i, `"]`)
+	}
+}
+
+// TestSharedCacheCounterBoundsNotRead: a counter level of a position is keyed by
+// the counts it has left, not by the bounds it started with, so the fourth
+// character of `{4,255}` and the first of `{0,500}` (both: none needed, more than
+// a token can use left) share one analysis, with the masks of each alone.
+func TestSharedCacheCounterBoundsNotRead(t *testing.T) {
+	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+	require.NoError(t, err)
+	s1, u1 := sharedPair(t, `root ::= "\"" [^"\\]{0,500} "\"" "!"`, v)
+	sameMasks(t, s1, u1, `"abcd`)
+	s2, u2 := sharedPair(t, `root ::= "\"" [^"\\]{4,255} "\"" "!"`, v)
+	m := s2.NewMatcher()
+	require.NoError(t, m.AcceptBytes([]byte(`"abcd`)))
+	before := s2.SharedCacheStats()
+	mask := make([]uint32, (v.Size()+31)/32)
+	require.NoError(t, m.FillMask(mask))
+	after := s2.SharedCacheStats()
+	require.Greater(t, after.Hits, before.Hits, "the fourth character of {4,255} reused no analysis")
+	sameMasks(t, s2, u2, `"abcdefg`)
+}
