@@ -305,7 +305,8 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 	if parent == nil {
 		pc = g.fromCountSibling(a, s)
 	}
-	if pc == nil && parent == nil && share {
+	if pc == nil && parent == nil && share && sharedLimit.Load() > 0 {
+		// (A core is worth its analysis only when the table keeps it.)
 		if wide, ok := coreFollow(follow); ok {
 			if core := g.sharedCore(a, s, &wide); core != nil {
 				pc = g.analyze(a, s, core, follow)

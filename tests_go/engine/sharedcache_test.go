@@ -379,3 +379,21 @@ func TestSharedCacheCounterBoundsNotRead(t *testing.T) {
 	require.Greater(t, after.Hits, before.Hits, "the fourth character of {4,255} reused no analysis")
 	sameMasks(t, s2, u2, `"abcdefg`)
 }
+
+// TestSharedCacheCoreNotAnalyzedWhenNothingIsKept: with the shared table's bound
+// at 0 (SetSharedCacheLimit), no core is analyzed beside a slot's own analysis,
+// since nothing could use it again; the masks are those of the grammar alone.
+func TestSharedCacheCoreNotAnalyzedWhenNothingIsKept(t *testing.T) {
+	src := "root ::= \"[\" str \",\" str \"]\"\nstr ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
+	analyses := func(limit int64) int64 {
+		old := engine.SetSharedCacheLimit(limit)
+		defer engine.SetSharedCacheLimit(old)
+		v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+		require.NoError(t, err)
+		s, u := sharedPair(t, src, v)
+		sameMasks(t, s, u, `["some text`)
+		return s.SharedCacheStats().Analyses
+	}
+	kept, none := analyses(engine.DefaultSharedCacheBytes), analyses(0)
+	require.Greater(t, kept, none, "no core was analyzed when the table keeps it (the case proves nothing)")
+}
