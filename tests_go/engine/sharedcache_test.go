@@ -397,3 +397,33 @@ func TestSharedCacheCoreNotAnalyzedWhenNothingIsKept(t *testing.T) {
 	kept, none := analyses(engine.DefaultSharedCacheBytes), analyses(0)
 	require.Greater(t, kept, none, "no core was analyzed when the table keeps it (the case proves nothing)")
 }
+
+// TestSharedCacheCoreConcurrent: grammars whose string frames share one core,
+// compiled and walked on several goroutines at once from a fresh vocabulary (so
+// that they race to analyze and share the core), give every mask of the grammar
+// alone.
+func TestSharedCacheCoreConcurrent(t *testing.T) {
+	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
+	require.NoError(t, err)
+	str := "str ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
+	srcs := []string{
+		"root ::= \"{\\\"a\\\":\" str \",\\\"b\\\":1}\"\n" + str,
+		"root ::= \"[\" str \"]\"\n" + str,
+		"root ::= \"[\" str (\",\" str)* \"]\"\n" + str,
+	}
+	texts := []string{`{"a":"some \"text\", here","b":1}`, `["some \"text\", here"]`, `["some \"text\"","here"]`}
+	want := make([][][]uint32, len(srcs))
+	for i, src := range srcs {
+		want[i] = masksAlong(t, compile(t, src, v, engine.WithSharedCache(false)), v, texts[i])
+	}
+	concurrently(t, 4, func(w int) error {
+		for k := range srcs {
+			i := (k + w) % len(srcs)
+			if err := walkMatches(compile(t, srcs[i], v), v, texts[i], want[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.Greater(t, compile(t, srcs[0], v).SharedCacheStats().Hits, int64(0))
+}
