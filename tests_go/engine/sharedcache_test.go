@@ -322,6 +322,17 @@ func walkMatches(gr *engine.Grammar, v *vocab.Vocab, text string, want [][]uint3
 	return nil
 }
 
+// coreGrammars are three grammars with the same string frame, followed by ",",
+// by "]" and by either: one core serves the three (see engine's shared.go).
+func coreGrammars() []string {
+	str := "str ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
+	return []string{
+		"root ::= \"{\\\"a\\\":\" str \",\\\"b\\\":1}\"\n" + str,
+		"root ::= \"[\" str \"]\"\n" + str,
+		"root ::= \"[\" str (\",\" str)* \"]\"\n" + str,
+	}
+}
+
 // TestSharedCacheCoreAcrossFollowSets: the same string frame followed by ","
 // in one grammar, by "]" in another and by either in a third is analyzed once
 // (under the follow set of a core, see engine's shared.go); each grammar derives
@@ -331,12 +342,7 @@ func walkMatches(gr *engine.Grammar, v *vocab.Vocab, text string, want [][]uint3
 func TestSharedCacheCoreAcrossFollowSets(t *testing.T) {
 	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
 	require.NoError(t, err)
-	str := "str ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
-	grammars := []string{
-		"root ::= \"{\\\"a\\\":\" str \",\\\"b\\\":1}\"\n" + str,
-		"root ::= \"[\" str \"]\"\n" + str,
-		"root ::= \"[\" str (\",\" str)* \"]\"\n" + str,
-	}
+	grammars := coreGrammars()
 	texts := []string{`{"a":"some text`, `["some text`, `["some text`}
 	comma, ok := v.TokenID(`",`)
 	require.True(t, ok)
@@ -405,12 +411,7 @@ func TestSharedCacheCoreNotAnalyzedWhenNothingIsKept(t *testing.T) {
 func TestSharedCacheCoreConcurrent(t *testing.T) {
 	v, err := vocab.Load(testdata.ReadTokenizerFile(t, "llama3", "tokenizer.json"), vocab.WithoutCache())
 	require.NoError(t, err)
-	str := "str ::= \"\\\"\" chr{0,500} \"\\\"\"\nchr ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/nt]\n"
-	srcs := []string{
-		"root ::= \"{\\\"a\\\":\" str \",\\\"b\\\":1}\"\n" + str,
-		"root ::= \"[\" str \"]\"\n" + str,
-		"root ::= \"[\" str (\",\" str)* \"]\"\n" + str,
-	}
+	srcs := coreGrammars()
 	texts := []string{`{"a":"some \"text\", here","b":1}`, `["some \"text\", here"]`, `["some \"text\"","here"]`}
 	want := make([][][]uint32, len(srcs))
 	for i, src := range srcs {
