@@ -585,12 +585,7 @@ func (a *arena) internCfg(es []entry) int32 {
 // step returns the configuration after byte b (cfgDead if no stack takes it, or if
 // the step hit a limit: then a.hit is set), memoized per (configuration, byte).
 func (a *arena) step(c int32, b byte) int32 {
-	nx := cfgUnknown
-	if t := a.tabs[c]; t != nil {
-		nx = t[b]
-	} else if x, ok := a.litStep(c, b); ok {
-		nx = x
-	}
+	nx := a.stepKnown(c, b)
 	if nx == cfgUnknown {
 		nx = a.stepSlow(c, b)
 	}
@@ -601,13 +596,24 @@ func (a *arena) step(c int32, b byte) int32 {
 	return nx
 }
 
-// stepSlow computes and memoizes the step of c on b; it may return cfgLimit.
+// stepKnown returns the memoized step of c on b, from its table or, for a
+// literal's configuration, from arena.lit (see litOf); cfgUnknown when it is not
+// computed yet.
+func (a *arena) stepKnown(c int32, b byte) int32 {
+	if t := a.tabs[c]; t != nil {
+		return t[b]
+	}
+	if x, ok := a.litStep(c, b); ok {
+		return x
+	}
+	return cfgUnknown
+}
+
+// stepSlow computes and memoizes the step of c on b, which stepKnown does not
+// know yet; it may return cfgLimit.
 func (a *arena) stepSlow(c int32, b byte) int32 {
 	if c == cfgDead {
 		return cfgDead
-	}
-	if nx, ok := a.litStep(c, b); ok && nx != cfgUnknown {
-		return nx
 	}
 	// An ASCII byte's step depends only on which stacks take it: bytes that the
 	// same stacks take (all the letters of an identifier, say) share one

@@ -176,12 +176,8 @@ func (m *Matcher) walk(nodes []trieNode, start int32, mask tokenmask.Mask, limit
 	for i := int32(1); i < n; {
 		nd := &nodes[i]
 		c := st[nd.depth-1]
-		var nx int32
-		if t := a.tabs[c]; t != nil && t[nd.b] != cfgUnknown {
-			nx = t[nd.b]
-		} else if x, ok := a.litStep(c, nd.b); ok && x != cfgUnknown {
-			nx = x // a literal's configuration (see arena.litOf)
-		} else {
+		nx := a.stepKnown(c, nd.b)
+		if nx == cfgUnknown {
 			nx = a.stepSlow(c, nd.b)
 		}
 		if nx <= cfgDead {

@@ -695,10 +695,7 @@ func (w *walker) walkList(only []int32) bool {
 			}
 			continue
 		}
-		s := t.bytesOf(k)
-		if l > len(s) {
-			l = len(s)
-		}
+		s := t.bytesOf(k) // l <= len(s): see lcp
 		deadAt = 0
 		for d := l + 1; d <= len(s); d++ {
 			nx := w.step(d, s[d-1])
