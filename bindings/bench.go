@@ -3,6 +3,7 @@ package bindings
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/tetherlm/tether/gocore/tokenmask"
@@ -36,8 +37,13 @@ type benchResult struct {
 // it and accepts it, and fills one more mask after the last token, which must allow an
 // end-of-generation token. The time of every mask of an instance with timed[i] != 0
 // (uint8 values) is written, in microseconds, to times (float64 values, room for
-// nIDs+nInst). A schema that does not convert or compile is reported in the result's
-// error, not as a Go error.
+// 2*(nIDs+nInst)): the wall time of mask k at times[k], and the calling thread's CPU
+// time over the same call at times[nIDs+nInst+k] (-1 where the platform has no
+// per-thread clock). The CPU time is read outside the wall-time pair, so it costs the
+// wall time nothing; a mask whose wall time is well above its CPU time spent the
+// difference off the CPU (descheduled, or stopped by the garbage collector). A schema
+// that does not convert or compile is reported in the result's error, not as a Go
+// error.
 func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr, nIDs int, ends uintptr, nInst int, timed, times uintptr) (string, error) {
 	return safecall.Do("BenchSchema", func() (string, error) {
 		v, err := vocabs.get(vocabHandle)
@@ -60,7 +66,8 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 		if err != nil {
 			return "", err
 		}
-		out, err := view[float64](times, nIDs+nInst, "times")
+		n := nIDs + nInst
+		out, err := view[float64](times, 2*n, "times")
 		if err != nil {
 			return "", err
 		}
@@ -72,6 +79,10 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 			prev = e
 		}
 		res := benchResult{Accepted: make([]bool, nInst)}
+		// The thread clock needs the goroutine on one thread (a cgo callback's is).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		wall, cpu := out[:n], out[n:]
 		mask := tokenmask.New(v.Size())
 		start := time.Now()
 		gr, err := func() (*engine.Grammar, error) {
@@ -96,11 +107,13 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 			m := gr.NewMatcher()
 			ok := true
 			for _, id := range toks[lo:hi] {
+				c0 := threadCPU()
 				t0 := time.Now()
 				err := m.FillMask(mask)
 				d := time.Since(t0)
+				c := threadCPU() - c0
 				if flags[i] != 0 {
-					out[res.Masks] = micros(d)
+					wall[res.Masks], cpu[res.Masks] = micros(d), cpuMicros(c, c0)
 					res.Masks++
 				}
 				if err != nil || !mask.Has(int(id)) ||
@@ -110,11 +123,13 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 				}
 			}
 			if ok {
+				c0 := threadCPU()
 				t0 := time.Now()
 				err := m.FillMask(mask)
 				d := time.Since(t0)
+				c := threadCPU() - c0
 				if flags[i] != 0 {
-					out[res.Masks] = micros(d)
+					wall[res.Masks], cpu[res.Masks] = micros(d), cpuMicros(c, c0)
 					res.Masks++
 				}
 				ok = false
@@ -133,6 +148,15 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// cpuMicros is a thread CPU interval d in microseconds, or -1 when the clock is not
+// available (threadCPU gave start < 0).
+func cpuMicros(d time.Duration, start time.Duration) float64 {
+	if start < 0 {
+		return -1
+	}
+	return micros(d)
+}
 
 func encodeBench(r benchResult) (string, error) {
 	b, err := json.Marshal(r)

@@ -29,7 +29,14 @@ JSON whitespace is flexible for every engine (llguidance's and xgrammar's defaul
 instances are compact, so every engine accepts them either way); xgrammar runs with
 ``strict_mode=False`` (JSON Schema's own additionalProperties semantics, as the others).
 Peers that are not importable are left out. Python's garbage collector is off while a
-schema runs. The two tether engines run in one process, each on a vocabulary of its own
+schema runs.
+
+Each mask is also timed with the timing thread's CPU clock (read outside the wall-clock
+pair, so the wall times do not pay for it): a second table gives those CPU times, and
+the report counts, per engine, the masks whose wall time exceeds their CPU time by 1 ms
+or more, and gives wall and CPU time for each engine's slowest masks. On a machine of
+few cores, the slowest wall times are often such waits (a Go garbage collection that
+stops the mask's goroutine, another thread taking the core), not the engine's work. The two tether engines run in one process, each on a vocabulary of its own
 (own_vocabulary): nothing one of them caches serves the other.
 
     python tests_py/bench_peers.py [--limit N] [--engines all|tether-go,tether-py,...] [--json out.json]
@@ -62,6 +69,9 @@ DEV = ROOT.parent / "shared" / "jsonschemabench" / "maskbench-dev.jsonl"
 ENGINES = ("tether-go", "tether-py", "llguidance", "xgrammar")
 PEERS = ("llguidance", "xgrammar")
 DEFAULT_LIMIT = 1000
+# A mask whose wall time exceeds its thread's CPU time by this much (µs) is counted as
+# having waited off the CPU.
+OFF_CPU_US = 1000.0
 # xgrammar is opt-in (BENCH_PEERS_ENGINES=all): its compile of one schema of the split
 # takes over a minute here, which alone breaks the time budget of a default run.
 DEFAULT_ENGINES = ("tether-go", "tether-py", "llguidance")
@@ -121,6 +131,7 @@ class Result:
     compile_us: float = 0.0
     accepted: list[bool] = field(default_factory=list)
     masks_us: list[float] = field(default_factory=list)
+    masks_cpu_us: list[float] = field(default_factory=list)  # the timing thread's CPU time per mask
 
 
 @dataclass
@@ -132,8 +143,9 @@ class Tally:
     valid_rejected: int = 0
     compile_us: list[float] = field(default_factory=list)
     masks_us: list[float] = field(default_factory=list)
+    masks_cpu_us: list[float] = field(default_factory=list)
     wall_s: float = 0.0  # everything the engine did in the run, untimed parts included
-    worst: list[tuple[float, str, int]] = field(default_factory=list)  # (µs, schema, mask index)
+    worst: list[tuple[float, str, int, float]] = field(default_factory=list)  # (µs, schema, mask index, CPU µs)
     compiles: list[tuple[float, str]] = field(default_factory=list)  # (µs, schema)
 
     def add(self, case: Case, r: Result) -> None:
@@ -144,9 +156,10 @@ class Tally:
         self.compile_us.append(r.compile_us)
         self.compiles.append((r.compile_us, case.name))
         self.masks_us.extend(r.masks_us)
+        self.masks_cpu_us.extend(r.masks_cpu_us)
         if r.masks_us:
             i = int(np.argmax(r.masks_us))
-            self.worst.append((r.masks_us[i], case.name, i))
+            self.worst.append((r.masks_us[i], case.name, i, r.masks_cpu_us[i]))
         ok = True
         for valid, acc in zip(case.valid, r.accepted):
             if valid and not acc:
@@ -196,7 +209,8 @@ class TetherGo:
         ids = np.concatenate(case.ids).astype(np.int32) if case.ids else np.zeros(0, np.int32)
         ends = np.cumsum([len(x) for x in case.ids], dtype=np.int64) if case.ids else np.zeros(0, np.int64)
         timed = np.array(case.valid, dtype=np.uint8)
-        times = np.zeros(ids.size + len(case.ids), dtype=np.float64)
+        n = ids.size + len(case.ids)
+        times = np.zeros(2 * n, dtype=np.float64)  # wall, then thread CPU
         # zero-length buffers still need a valid address
         bufs = [b if b.size else np.zeros(1, b.dtype) for b in (ids, ends, timed, times)]
         out = json.loads(call(
@@ -206,7 +220,9 @@ class TetherGo:
         ))
         if out["error"]:
             return Result(error=out["error"])
-        return Result(compile_us=out["compile_us"], accepted=out["accepted"], masks_us=times[: out["masks"]].tolist())
+        k = out["masks"]
+        return Result(compile_us=out["compile_us"], accepted=out["accepted"], masks_us=times[:k].tolist(),
+                      masks_cpu_us=times[n : n + k].tolist())
 
 
 def own_vocabulary(tok: Any, eos: int) -> Any:
@@ -237,7 +253,7 @@ class TetherPy:
 
     def run(self, case: Case) -> Result:
         t, mask, row = self.t, self.mask, self.mask[0]
-        clock = time.perf_counter_ns
+        clock, cpu = time.perf_counter_ns, time.thread_time_ns
         t0 = clock()
         try:
             g = t.Grammar.from_json_schema(case.schema, self.vocab, whitespace="flexible")
@@ -250,21 +266,27 @@ class TetherPy:
             ok = True
             fill, accept = m.fill_next_token_bitmask, m.accept_token
             for tid in ids.tolist():
+                c0 = cpu()
                 t0 = clock()
                 fill(mask)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 if not _bit(row, tid):
                     ok = False
                     break
                 accept(tid)
             if ok:
+                c0 = cpu()
                 t0 = clock()
                 fill(mask)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 ok = _bit(row, self.eos)
             res.accepted.append(ok)
         return res
@@ -286,7 +308,7 @@ class LLGuidance:
 
     def run(self, case: Case) -> Result:
         LLMatcher, row, addr, nbytes = self.llg.LLMatcher, self.mask[0], self.addr, self.nbytes
-        clock = time.perf_counter_ns
+        clock, cpu = time.perf_counter_ns, time.thread_time_ns
         t0 = clock()
         try:
             grammar = LLMatcher.grammar_from_json_schema(case.schema)
@@ -303,20 +325,26 @@ class LLGuidance:
             m = LLMatcher(self.tok, grammar, log_level=0)
             ok = True
             for tid in ids.tolist():
+                c0 = cpu()
                 t0 = clock()
                 m.unsafe_compute_mask_ptr(addr, nbytes)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 if m.is_error() or not _bit(row, tid) or not m.consume_token(tid):
                     ok = False
                     break
             if ok:
+                c0 = cpu()
                 t0 = clock()
                 m.unsafe_compute_mask_ptr(addr, nbytes)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 ok = m.is_accepting() and not m.is_error()
             res.accepted.append(ok)
         return res
@@ -339,7 +367,7 @@ class XGrammar:
 
     def run(self, case: Case) -> Result:
         xgr, mask, row = self.xgr, self.mask, self.row
-        clock = time.perf_counter_ns
+        clock, cpu = time.perf_counter_ns, time.thread_time_ns
         t0 = clock()
         try:
             cg = self.compiler.compile_json_schema(case.schema, any_whitespace=True, strict_mode=False)
@@ -351,20 +379,26 @@ class XGrammar:
             m = xgr.GrammarMatcher(cg)
             ok = True
             for tid in ids.tolist():
+                c0 = cpu()
                 t0 = clock()
                 m.fill_next_token_bitmask(mask)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 if not _bit(row, tid) or not m.accept_token(tid):
                     ok = False
                     break
             if ok:
+                c0 = cpu()
                 t0 = clock()
                 m.fill_next_token_bitmask(mask)
                 d = clock() - t0
+                c = cpu() - c0
                 if valid:
                     res.masks_us.append(d / 1e3)
+                    res.masks_cpu_us.append(c / 1e3)
                 ok = _bit(row, self.eos)
             res.accepted.append(ok)
         return res
@@ -450,12 +484,21 @@ def report(tallies: dict[str, Tally], wall_s: float) -> str:
                 f"{a / b:>8.2f}x" if b else f"{'-':>9}" for a, b in zip(vals["tether-py"], vals["tether-go"])))
 
     table("mask", "µs", lambda t: t.masks_us, 1.0)
+    table("mask, timing thread's CPU time", "µs", lambda t: t.masks_cpu_us, 1.0)
     table("compile: schema -> first mask", "ms", lambda t: t.compile_us, 1000.0)
-    for o in ours:
+    lines.append("")
+    lines.append(f"masks that spent {OFF_CPU_US / 1000:g} ms or more of their wall time off the CPU "
+                 "(descheduled, or stopped by a garbage collector):")
+    for n in names:
+        w, c = np.asarray(tallies[n].masks_us), np.asarray(tallies[n].masks_cpu_us)
+        off = w - c if w.size == c.size else np.zeros(0)
+        lines.append(f"  {n:<22} {int((off >= OFF_CPU_US).sum()):>7}")
+    for o in ours + peers:
         worst = sorted(tallies[o].worst, reverse=True)[:8]
         if worst:
             lines.append("")
-            lines.append(f"slowest masks of {o}: " + ", ".join(f"{s} #{i} {us:.0f} µs" for us, s, i in worst))
+            lines.append(f"slowest masks of {o} (wall, CPU): " + ", ".join(
+                f"{s} #{i} {us:.0f}/{cpu_us:.0f} µs" for us, s, i, cpu_us in worst))
     for n in names:
         slow = sorted(tallies[n].compiles, reverse=True)[:4]
         if slow:
@@ -493,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {n: {"schemas": t.schemas, "compiled": t.compiled, "passing": t.passing,
                    "invalid_accepted": t.invalid_accepted, "valid_rejected": t.valid_rejected,
                    "mask_us": dict(zip(map(str, PCTS), pcts(t.masks_us))), "masks": len(t.masks_us),
+                   "mask_cpu_us": dict(zip(map(str, PCTS), pcts(t.masks_cpu_us))),
                    "compile_ms": dict(zip(map(str, PCTS), [x / 1000 for x in pcts(t.compile_us)])),
                    "slowest": sorted(t.worst, reverse=True)[:20],
                    "slowest_compiles": sorted(t.compiles, reverse=True)[:20]}

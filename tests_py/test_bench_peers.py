@@ -6,6 +6,9 @@ peers' environment, not in .venv)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
+
+import numpy as np
 
 import bench_peers
 
@@ -25,8 +28,17 @@ def test_bench_peers_smoke() -> None:
     want = sum(len(ids) + 1 for c in cases for ids, v in zip(c.ids, c.valid) if v)
     assert len(go.masks_us) == len(py.masks_us) == want > 0
     assert all(x > 0 for x in go.masks_us + py.masks_us)
+    # every mask also timed with the thread's CPU clock, over the same call: not zero,
+    # not the thread's total (a mask's CPU time is near its wall time at the median)
+    for t in tallies.values():
+        assert len(t.masks_cpu_us) == len(t.masks_us)
+        if sys.platform.startswith("linux"):
+            assert all(c > 0 for c in t.masks_cpu_us)
+            assert np.median(t.masks_cpu_us) <= 2 * np.median(t.masks_us) + 20
     table = bench_peers.report(tallies, 1.0)
     assert "tether-py/tether-go" in table and "p99.9" in table
+    assert "mask, timing thread's CPU time" in table and "off the CPU" in table
+    assert "slowest masks of tether-go (wall, CPU): " in table
     for n in engines:
         assert f"slowest compiles of {n}: " in table
     for p in engines[2:]:
