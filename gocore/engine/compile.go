@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetherlm/tether/gocore/gbnf"
 	"github.com/tetherlm/tether/gocore/safecall"
@@ -56,6 +57,12 @@ type Grammar struct {
 	nullable   []bool    // per rule: can match the empty string (during Compile only)
 	// followKinds: per rule, the byte kinds (see byteKind) of its follow bytes.
 	followKinds [][2]uint64
+
+	// families: released matchers' caches, for NewMatcher to start warm (famMu;
+	// see Matcher.Release); reused counts the NewMatcher calls that took one.
+	famMu    sync.Mutex
+	families []*family
+	reused   atomic.Int64
 }
 
 // options are the settings Compile accepts.

@@ -11,12 +11,18 @@ import (
 )
 
 // family is what a Matcher shares with its clones: the arena of interned stacks and
-// memoized transitions, behind one lock taken once per call.
+// memoized transitions, behind one lock taken once per call. A released family
+// (see Matcher.Release) serves a later NewMatcher of the grammar; whoever still
+// holds it shares it as a clone does, under the same lock.
 type family struct {
 	mu    sync.Mutex
 	a     *arena
 	start int32 // the grammar's start configuration
 	end   int32 // the configuration {empty stack}
+	refs  int32 // matchers not released that use the family (mu)
+	// pooled: released to the grammar (put in its pool, or dropped there when
+	// the pool was full) and not taken since (mu).
+	pooled bool
 }
 
 // Matcher follows one sequence through a Grammar: it accepts tokens (or raw bytes)
@@ -35,6 +41,8 @@ type Matcher struct {
 	awaiting bool
 	buf      []byte
 	toks     []bufTok // the tokens whose text buf holds (see lazy.go)
+
+	released bool // Release was called (fam.mu)
 }
 
 type histEntry struct {
@@ -65,18 +73,96 @@ func (e *RejectError) Error() string {
 }
 
 // NewMatcher returns a Matcher at the start of the grammar (or, for a lazy grammar,
-// awaiting its trigger).
+// awaiting its trigger). It starts with the caches of a released matcher of the
+// grammar when there is one (see Release), else with empty ones.
 func (g *Grammar) NewMatcher() *Matcher {
-	a := newArena(g)
-	f := &family{a: a}
-	f.start = a.start()
-	a.out = append(a.out[:0], mkEntry(nodeBottom, 0))
-	f.end = a.internCfg(a.out)
+	f := g.takeFamily()
+	if f == nil {
+		a := newArena(g)
+		f = &family{a: a, refs: 1}
+		f.start = a.start()
+		a.out = append(a.out[:0], mkEntry(nodeBottom, 0))
+		f.end = a.internCfg(a.out)
+	}
 	m := &Matcher{g: g, fam: f}
 	m.init()
 	m.Reset()
 	return m
 }
+
+// Release tells the grammar that the matcher is done with: once it and all its
+// clones are released, their caches (interned stacks, memoized transitions, mask
+// plans: what makes a matcher's later masks cheaper than its first) serve the next
+// NewMatcher of the grammar, which then starts warm. A server that makes one
+// matcher per request should release each when the request ends.
+//
+// Calling Release more than once, or not at all, is harmless. A matcher used
+// after Release still works: it shares its caches with the matcher that took
+// them, as a clone does (both correct, serialized on one lock).
+//
+// Caches that grew past a bound (maxPooledConfigs configurations) are dropped
+// instead, and the grammar keeps at most maxPooledFamilies of them.
+func (m *Matcher) Release() {
+	f := m.fam
+	f.mu.Lock()
+	if m.released {
+		f.mu.Unlock()
+		return
+	}
+	m.released = true
+	f.refs--
+	keep := f.refs == 0 && !f.pooled && len(f.a.cfgs) <= maxPooledConfigs
+	if keep {
+		f.a.trim(maxPooledTables)
+		f.pooled = true
+	}
+	f.mu.Unlock()
+	if keep {
+		m.g.putFamily(f)
+	}
+}
+
+// maxPooledFamilies bounds the released caches a grammar keeps; maxPooledConfigs
+// and maxPooledTables bound one of them (configurations interned, transition
+// tables kept: a table is 1 KB).
+const (
+	maxPooledFamilies = 2
+	maxPooledConfigs  = 1 << 13
+	maxPooledTables   = 1 << 11
+)
+
+// takeFamily returns a released family for a new matcher, or nil.
+func (g *Grammar) takeFamily() *family {
+	g.famMu.Lock()
+	n := len(g.families)
+	if n == 0 {
+		g.famMu.Unlock()
+		return nil
+	}
+	f := g.families[n-1]
+	g.families[n-1] = nil
+	g.families = g.families[:n-1]
+	g.famMu.Unlock()
+	f.mu.Lock()
+	f.refs++
+	f.pooled = false
+	f.mu.Unlock()
+	g.reused.Add(1)
+	return f
+}
+
+// putFamily keeps a released family for a later NewMatcher.
+func (g *Grammar) putFamily(f *family) {
+	g.famMu.Lock()
+	defer g.famMu.Unlock()
+	if len(g.families) < maxPooledFamilies {
+		g.families = append(g.families, f)
+	}
+}
+
+// ReusedMatchers returns how many NewMatcher calls started with a released
+// matcher's caches (see Matcher.Release).
+func (g *Grammar) ReusedMatchers() int64 { return g.reused.Load() }
 
 func (m *Matcher) init() {
 	m.depth = make([]int32, m.g.trie.maxDepth+2)
@@ -102,6 +188,7 @@ func (m *Matcher) Reset() {
 func (m *Matcher) Clone() *Matcher {
 	m.fam.mu.Lock()
 	defer m.fam.mu.Unlock()
+	m.fam.refs++
 	c := &Matcher{g: m.g, fam: m.fam, cfg: m.cfg, awaiting: m.awaiting}
 	c.depth = make([]int32, len(m.depth))
 	c.hist = append(make([]histEntry, 0, max(cap(m.hist), 16)), m.hist...)
