@@ -35,9 +35,7 @@ type benchResult struct {
 // instance i is ids[ends[i-1]:ends[i]] (ids: int32 values, ends: int64 values). For
 // each instance a new matcher fills the mask before every token, checks the token is in
 // it and accepts it, and fills one more mask after the last token, which must allow an
-// end-of-generation token. Each matcher is released when its instance ends (the first
-// mask's too), as the Python API's matchers are when freed, so the next one starts
-// with its caches (engine.Matcher.Release). The time of every mask of an instance with timed[i] != 0
+// end-of-generation token. The time of every mask of an instance with timed[i] != 0
 // (uint8 values) is written, in microseconds, to times (float64 values, room for
 // 2*(nIDs+nInst)): the wall time of mask k at times[k], and the calling thread's CPU
 // time over the same call at times[nIDs+nInst+k] (-1 where the platform has no
@@ -96,9 +94,7 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 			if err != nil {
 				return nil, err
 			}
-			m := gr.NewMatcher()
-			defer m.Release()
-			return gr, m.FillMask(mask)
+			return gr, gr.NewMatcher().FillMask(mask)
 		}()
 		if err != nil {
 			res.Error = err.Error()
@@ -145,7 +141,6 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 				}
 			}
 			res.Accepted[i] = ok
-			m.Release() // as the Python API's Matcher does when it is freed
 			lo = hi
 		}
 		return encodeBench(res)

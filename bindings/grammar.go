@@ -172,18 +172,6 @@ func GrammarSource(h int64) (string, error) {
 	})
 }
 
-// GrammarReusedMatchers returns how many matchers of the grammar started with the
-// caches of a closed one (engine.Grammar.ReusedMatchers).
-func GrammarReusedMatchers(h int64) (int64, error) {
-	return safecall.Do("GrammarReusedMatchers", func() (int64, error) {
-		g, err := grammars.get(h)
-		if err != nil {
-			return 0, err
-		}
-		return g.ReusedMatchers(), nil
-	})
-}
-
 // GrammarClose releases a compiled grammar (matchers made from it keep working).
 func GrammarClose(h int64) (bool, error) {
 	return safecall.Do("GrammarClose", func() (bool, error) {
@@ -290,15 +278,10 @@ func MatcherRollback(h int64, n int) (bool, error) {
 	})
 }
 
-// MatcherClose releases a matcher: its handle is closed, and its caches go back to its
-// grammar for the next MatcherNew (engine.Matcher.Release).
+// MatcherClose releases a matcher.
 func MatcherClose(h int64) (bool, error) {
 	return safecall.Do("MatcherClose", func() (bool, error) {
-		m, err := matchers.remove(h)
-		if err != nil {
-			return false, err
-		}
-		m.Release()
-		return true, nil
+		_, err := matchers.remove(h)
+		return err == nil, err
 	})
 }

@@ -424,28 +424,8 @@ class Grammar:
         return cls(bnf, tokenizer, root, triggers, max_stacks=max_stacks, dialect="bnf")
 
     def matcher(self) -> Matcher:
-        """A new matcher at the start of this grammar. It starts with the caches of a
-        freed matcher of the grammar when there is one (interned states, memoized
-        transitions: what makes a matcher's later masks cheaper than its first), so a
-        loop that makes a matcher per request and drops it afterwards runs warm; see
-        :attr:`reused_matchers`."""
+        """A new matcher at the start of this grammar."""
         return Matcher(self)
-
-    @property
-    def reused_matchers(self) -> int:
-        """How many of this grammar's matchers started with a freed matcher's caches.
-
-        >>> import os, pathlib
-        >>> from transformers import PreTrainedTokenizerFast
-        >>> path = pathlib.Path(os.environ.get("TETHER_TOKENIZERS", "build/tokenizers")) / "llama3/tokenizer.json"
-        >>> g = Grammar('root ::= "a"+ "!"', PreTrainedTokenizerFast(tokenizer_file=str(path)))
-        >>> m = g.matcher()
-        >>> m.accept_text("aaa")
-        >>> del m  # freed: the next matcher starts with its caches
-        >>> g.matcher().accepts("aa!"), g.reused_matchers
-        (True, 1)
-        """
-        return call(native.bindings_GrammarReusedMatchers, self._handle, error=TetherError)
 
     def __del__(self) -> None:
         _release(self, native.bindings_GrammarClose)
