@@ -129,8 +129,8 @@ func (g *Grammar) fromCountSibling(a *arena, s *posSlot) *posCache {
 			m = min(m, x, y)
 		}
 	}
-	fs := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]
-	if fb := &g.follow[g.ruleOf[sib.elems[len(sib.elems)-1]]]; *fs != *fb {
+	fs := &g.follow[g.deepRule(s)]
+	if *fs != g.follow[g.deepRule(sib)] {
 		// The deepest levels' rules differ in what may follow them (one
 		// chain's rules all share their follow set; this is a guard).
 		return nil

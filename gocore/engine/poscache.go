@@ -281,7 +281,7 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 		// Cheap to analyze (one first byte or two): not worth a fingerprint.
 		share = false
 	}
-	follow := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]
+	follow := &g.follow[g.deepRule(s)]
 	if share {
 		key, share = g.fingerprint(s, follow)
 	}
@@ -326,6 +326,10 @@ func (g *Grammar) computeCache(s *posSlot, parent *posCache) *posCache {
 	}
 	return pc
 }
+
+// deepRule returns the rule of the slot's deepest level (its last element): the
+// rule whose follow set bounds what the slot's analysis walks past.
+func (g *Grammar) deepRule(s *posSlot) int32 { return g.ruleOf[s.elems[len(s.elems)-1]] }
 
 // narrowTop reports whether at most two bytes can start the slot's top character.
 func (g *Grammar) narrowTop(s *posSlot) bool {
@@ -383,15 +387,16 @@ func (g *Grammar) putArena(a *arena) {
 func (g *Grammar) analyze(a *arena, s *posSlot, parent *posCache, follow *byteSet) *posCache {
 	t := g.trie
 	words := tokenmask.Words(g.size)
+	r := g.deepRule(s)
 	w := &walker{
 		g: g, a: a, t: t,
 		cfg:         make([]int32, t.maxDepth+1),
 		exits:       make([]uint8, t.maxDepth+1),
 		chars:       make([]uint16, t.maxDepth+1),
 		follow:      follow,
-		followKinds: g.followKinds[g.ruleOf[s.elems[len(s.elems)-1]]],
+		followKinds: g.followKinds[r],
 	}
-	if own := &g.follow[g.ruleOf[s.elems[len(s.elems)-1]]]; *follow != *own {
+	if *follow != g.follow[r] {
 		w.followKinds = byteKinds(follow)
 	}
 	if !s.bottom && len(s.elems) < maxKeyDepth {
