@@ -36,15 +36,15 @@ type benchResult struct {
 // each instance a new matcher fills the mask before every token, checks the token is in
 // it and accepts it, and fills one more mask after the last token, which must allow an
 // end-of-generation token. The time of every mask of an instance with timed[i] != 0
-// (uint8 values) is written, in microseconds, to times (float64 values, room for
-// 2*(nIDs+nInst)): the wall time of mask k at times[k], and the calling thread's CPU
+// (uint8 values) is written, in microseconds, to times (nTimes float64 values, at
+// least 2*(nIDs+nInst), else an error and nothing is written): the wall time of mask k at times[k], and the calling thread's CPU
 // time over the same call at times[nIDs+nInst+k] (-1 where the platform has no
 // per-thread clock). The CPU time is read outside the wall-time pair, so it costs the
 // wall time nothing; a mask whose wall time is well above its CPU time spent the
 // difference off the CPU (descheduled, or stopped by the garbage collector). A schema
 // that does not convert or compile is reported in the result's error, not as a Go
 // error.
-func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr, nIDs int, ends uintptr, nInst int, timed, times uintptr) (string, error) {
+func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr, nIDs int, ends uintptr, nInst int, timed, times uintptr, nTimes int) (string, error) {
 	return safecall.Do("BenchSchema", func() (string, error) {
 		v, err := vocabs.get(vocabHandle)
 		if err != nil {
@@ -67,6 +67,9 @@ func BenchSchema(vocabHandle int64, schemaJSON, optionsJSON string, ids uintptr,
 			return "", err
 		}
 		n := nIDs + nInst
+		if nTimes < 2*n {
+			return "", fmt.Errorf("times has room for %d values; %d ids and %d instances need %d (wall times, then CPU times)", nTimes, nIDs, nInst, 2*n)
+		}
 		out, err := view[float64](times, 2*n, "times")
 		if err != nil {
 			return "", err

@@ -216,7 +216,7 @@ class TetherGo:
         out = json.loads(call(
             self._native.bindings_BenchSchema, self.vocab._handle, case.schema, self.opts,
             bufs[0].ctypes.data, ids.size, bufs[1].ctypes.data, len(case.ids), bufs[2].ctypes.data,
-            bufs[3].ctypes.data, error=TetherError,
+            bufs[3].ctypes.data, bufs[3].size, error=TetherError,
         ))
         if out["error"]:
             return Result(error=out["error"])

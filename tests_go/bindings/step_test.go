@@ -3,6 +3,7 @@ package bindings_test
 import (
 	"encoding/json"
 	"math/bits"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -80,10 +81,14 @@ func TestBenchSchema(t *testing.T) {
 	ids := []int32{5018, 64, 794, 16, 92, 5018, 64, 3332, 87, 9388}
 	ends := []int64{5, 10}
 	timed := []uint8{1, 0}
-	times := make([]float64, len(ids)+len(ends))
-	out, err := bindings.BenchSchema(v, `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`,
-		`{"whitespace":"flexible"}`, uintptr(unsafe.Pointer(&ids[0])), len(ids), uintptr(unsafe.Pointer(&ends[0])), len(ends),
-		uintptr(unsafe.Pointer(&timed[0])), uintptr(unsafe.Pointer(&times[0])))
+	n := len(ids) + len(ends)
+	times := make([]float64, 2*n) // wall times, then the thread's CPU times
+	bench := func(schema, opts string, times []float64) (string, error) {
+		return bindings.BenchSchema(v, schema, opts, uintptr(unsafe.Pointer(&ids[0])), len(ids),
+			uintptr(unsafe.Pointer(&ends[0])), len(ends), uintptr(unsafe.Pointer(&timed[0])),
+			uintptr(unsafe.Pointer(&times[0])), len(times))
+	}
+	out, err := bench(`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`, `{"whitespace":"flexible"}`, times)
 	require.NoError(t, err)
 	var r struct {
 		Error     string  `json:"error"`
@@ -99,8 +104,18 @@ func TestBenchSchema(t *testing.T) {
 	for _, x := range times[:r.Masks] {
 		assert.Positive(t, x)
 	}
-	out, err = bindings.BenchSchema(v, `{"type":"nope"}`, "", uintptr(unsafe.Pointer(&ids[0])), len(ids),
-		uintptr(unsafe.Pointer(&ends[0])), len(ends), uintptr(unsafe.Pointer(&timed[0])), uintptr(unsafe.Pointer(&times[0])))
+	for _, x := range times[n : n+r.Masks] {
+		if runtime.GOOS == "linux" {
+			assert.Positive(t, x, "a mask's CPU time")
+		}
+	}
+	assert.Zero(t, times[r.Masks], "nothing written past the masks' wall times")
+	out, err = bench(`{"type":"nope"}`, "", times)
 	require.NoError(t, err)
 	assert.Contains(t, out, `"error":"`)
+	// a buffer with room for the wall times only is refused, not written past
+	short := make([]float64, n+1)
+	_, err = bench(`{"type":"integer"}`, "", short[:n])
+	require.ErrorContains(t, err, "times has room for 12 values")
+	assert.Zero(t, short[n], "nothing written past the buffer")
 }
